@@ -1,0 +1,108 @@
+"""Benchmark: greedy with the cached scorer vs. a naive loop (one full forward per candidate).
+
+Both run in this process on the same model and calibration batches. Reported (in the
+benchmark's extra_info and on stdout): removed sets (must be equal), the layer-forward
+ratio (a count: deterministic, asserted <= 0.55) and the wall-time ratio (reported,
+never asserted). Run with ``pytest bench/test_bench_scoring.py --benchmark-enable -s``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from depthprune.masking import skip_layers
+from depthprune.models import TINY_MODELS, WeightsUnavailable, load_model
+from depthprune.objectives import make_objective
+from depthprune.scoring import Scorer
+from depthprune.search import get_searcher
+from tests.fixtures import random_model
+
+
+def naive_greedy(model, batches, n_layers: int, budget: int) -> tuple[tuple[int, ...], int]:
+    """SLEB greedy written the plain way: every candidate is a full forward of the model."""
+    removed: frozenset[int] = frozenset()
+    layer_forwards = 0
+    for _ in range(budget):
+        best = None
+        for i in range(n_layers):
+            if i in removed:
+                continue
+            cand = removed | {i}
+            nll, count = 0.0, 0
+            with torch.no_grad(), skip_layers(model, cand):
+                for batch in batches:
+                    logits = model(batch.input_ids, use_cache=False).logits[:, :-1].float()
+                    targets = batch.input_ids[:, 1:]
+                    nll += torch.nn.functional.cross_entropy(
+                        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum"
+                    ).item()
+                    count += targets.numel()
+            layer_forwards += n_layers - len(cand)
+            key = (nll / count, tuple(sorted(cand)))
+            if best is None or key < best[0]:
+                best = (key, cand)
+        removed = best[1]
+    return tuple(sorted(removed)), layer_forwards
+
+
+def _subjects():
+    out = []
+    for model_id in TINY_MODELS:
+        out.append(pytest.param(model_id, id=model_id))
+    out.append(pytest.param("random-llama-16", id="random-llama-16"))
+    return out
+
+
+def _load(model_id):
+    if model_id.startswith("random"):
+        from depthprune.objectives.base import Batch
+
+        model = random_model("llama", n_layers=16)
+        g = torch.Generator().manual_seed(0)
+        return model, [Batch(torch.randint(4, 30, (8, 128), generator=g)) for _ in range(4)]
+    try:
+        model, tok = load_model(model_id, device="cpu")
+    except WeightsUnavailable as err:
+        pytest.skip(str(err))
+    objective = make_objective("ppl", "tiny")
+    return model, objective.prepare(tok, "tiny", batch_size=8)
+
+
+@pytest.mark.parametrize("model_id", _subjects())
+def test_greedy_cached_vs_naive(benchmark, model_id):
+    budget = 3
+    model, batches = _load(model_id)
+    n_layers = model.config.num_hidden_layers
+    objective = make_objective("ppl", "tiny")
+
+    def cached():
+        scorer = Scorer(model, batches, objective, verify=False)
+        result = get_searcher("greedy").search(n_layers=n_layers, budget=budget, score=scorer)
+        return result, scorer.stats
+
+    def naive():
+        return naive_greedy(model, batches, n_layers, budget)
+
+    result, stats = benchmark.pedantic(cached, rounds=3, iterations=1, warmup_rounds=0)
+    naive_seconds = []
+    for _ in range(3):
+        start = time.perf_counter()
+        naive_removed, naive_forwards = naive()
+        naive_seconds.append(time.perf_counter() - start)
+
+    layer_ratio = stats.layer_forwards / naive_forwards
+    cached_best = benchmark.stats.stats.min if benchmark.stats else float("nan")
+    time_ratio = cached_best / min(naive_seconds)
+    benchmark.extra_info.update(
+        removed=list(result.removed), naive_removed=list(naive_removed),
+        layer_forwards=stats.layer_forwards, naive_layer_forwards=naive_forwards,
+        layer_forward_ratio=round(layer_ratio, 4), wall_time_ratio=round(time_ratio, 4),
+        naive_seconds_min=min(naive_seconds),
+    )
+    print(f"\n{model_id}: removed {result.removed} (naive {naive_removed}); layer-forwards "
+          f"{stats.layer_forwards}/{naive_forwards} = {layer_ratio:.3f}; wall time ratio {time_ratio:.3f}")
+    assert result.removed == naive_removed
+    assert layer_ratio <= 0.55

@@ -1,0 +1,256 @@
+"""Calibration and evaluation data: named sources, and the protocols that cut them.
+
+Every dataset is a :class:`TextSource` read through ``datasets.load_dataset`` — a Hub
+dataset for the paper's models, a local JSON/JSONL fixture for the tiny family — so
+the same protocol code runs on both. Two data *profiles* map the names the rest of the
+library uses (``c4_train``, ``c4_validation``, ``wikitext2``, ``commonsense170k``) to
+sources; ``DEPTHPRUNE_DATA_<NAME>`` (e.g. ``DEPTHPRUNE_DATA_COMMONSENSE170K=/data/cs.json``)
+points a name at a local file instead, for clusters without Hub access.
+
+Protocols (the paper's, after GPTQ/SLEB):
+* calibration windows: pick a random document longer than the window, then a random
+  window inside it; repeat ``n_samples`` times; seeded (:func:`calibration_windows`).
+* evaluation windows: join the split (``"\\n\\n"`` for WikiText-2, ``" "`` for C4),
+  tokenise once, cut consecutive non-overlapping windows (:func:`eval_windows`).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from depthprune.models import TINY_ASSETS
+
+
+@dataclass(frozen=True)
+class TextSource:
+    """Arguments for ``datasets.load_dataset`` plus the field that holds the text."""
+
+    path: str  # Hub dataset id, or a builder ("json", "text") with data_files
+    split: str = "train"
+    name: str | None = None
+    data_files: str | dict[str, str] | None = None
+    field: str = "text"
+    limit: int | None = None  # keep the first N records (e.g. C4 validation: 1100)
+
+    def describe(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def _local(path: Path, split: str = "train", field: str = "text", limit: int | None = None) -> TextSource:
+    return TextSource("json", split=split, data_files={split: str(path)}, field=field, limit=limit)
+
+
+_C4_REPO = "allenai/c4"
+SOURCES: dict[str, dict[str, TextSource]] = {
+    "paper": {
+        "c4_train": TextSource(
+            _C4_REPO, data_files={"train": "en/c4-train.00000-of-01024.json.gz"}, split="train"
+        ),
+        "c4_validation": TextSource(
+            _C4_REPO,
+            data_files={"validation": "en/c4-validation.00000-of-00008.json.gz"},
+            split="validation",
+            limit=1100,
+        ),
+        "wikitext2": TextSource("wikitext", name="wikitext-2-raw-v1", split="test"),
+        # LLM-Adapters' commonsense_170k.json (instruction / input / output / answer).
+        "commonsense170k": TextSource(
+            "json",
+            data_files={
+                "train": "https://raw.githubusercontent.com/AGI-Edgerunners/LLM-Adapters/"
+                "main/ft-training_set/commonsense_170k.json"
+            },
+            field="instruction",
+        ),
+    },
+    "tiny": {
+        "c4_train": _local(TINY_ASSETS / "data" / "c4" / "train.jsonl"),
+        "c4_validation": _local(TINY_ASSETS / "data" / "c4" / "validation.jsonl", "validation", limit=1100),
+        "wikitext2": _local(TINY_ASSETS / "data" / "wikitext" / "test.jsonl", "test"),
+        "commonsense170k": _local(TINY_ASSETS / "data" / "commonsense" / "train.json", field="instruction"),
+    },
+}
+
+
+class DataUnavailable(RuntimeError):
+    """A dataset could not be read (no local copy and no network)."""
+
+
+def source_for(name: str, profile: str) -> TextSource:
+    """The source of dataset ``name`` in ``profile``, honouring DEPTHPRUNE_DATA_<NAME>."""
+    if profile not in SOURCES:
+        raise ValueError(f"unknown data profile {profile!r}; allowed: {', '.join(SOURCES)}")
+    table = SOURCES[profile]
+    if name not in table:
+        raise ValueError(f"unknown dataset {name!r}; allowed: {', '.join(table)}")
+    src = table[name]
+    override = os.environ.get(f"DEPTHPRUNE_DATA_{re.sub(r'[^A-Z0-9]', '_', name.upper())}")
+    if override:
+        src = TextSource("json", split=src.split, data_files={src.split: override}, field=src.field, limit=src.limit)
+    return src
+
+
+def load_records(source: TextSource) -> list[dict[str, Any]]:
+    """All records (dicts) of a source, first ``limit`` only if set."""
+    import datasets
+
+    if source.path == "json" and source.data_files is not None:
+        files = source.data_files.values() if isinstance(source.data_files, dict) else [source.data_files]
+        for f in files:
+            if "://" not in f and not Path(f).is_file():
+                raise DataUnavailable(f"data file not found: {f}")
+    split = source.split
+    if source.limit is not None:
+        split = f"{split}[:{source.limit}]"
+    try:
+        ds = datasets.load_dataset(source.path, source.name, data_files=source.data_files, split=split)
+    except Exception as err:  # noqa: BLE001 - datasets raises many types for "not reachable"
+        raise DataUnavailable(f"cannot load {source.describe()}: {type(err).__name__}: {err}") from err
+    return list(ds)
+
+
+def load_texts(source: TextSource) -> list[str]:
+    """The text field of every record."""
+    records = load_records(source)
+    if records and source.field not in records[0]:
+        raise DataUnavailable(
+            f"{source.describe()}: records have no field {source.field!r} (fields: {', '.join(records[0])})"
+        )
+    return [r[source.field] for r in records]
+
+
+@dataclass(frozen=True)
+class WindowProtocol:
+    """How token windows were cut; recorded with every result."""
+
+    kind: str  # "random-doc" or "contiguous"
+    seq_len: int
+    n_samples: int | None = None
+    seed: int | None = None
+    joiner: str | None = None
+    bos: str = "tokenizer default (added once at the start of each tokenised text)"
+    stride: int | None = None
+    token_weighting: str = "every predicted token weighs the same"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def calibration_windows(
+    texts: Sequence[str],
+    tokenizer,
+    n_samples: int,
+    seq_len: int,
+    seed: int = 0,
+) -> tuple[torch.Tensor, WindowProtocol]:
+    """``n_samples`` windows of ``seq_len`` tokens, each from one random long document.
+
+    The GPTQ/SLEB C4 protocol. Documents no longer than ``seq_len`` tokens are skipped;
+    if fewer than one in 1000 random draws fits, the error says so (raise the corpus or
+    lower ``seq_len``) instead of looping forever.
+    """
+    if n_samples < 1 or seq_len < 2:
+        raise ValueError(f"need n_samples >= 1 and seq_len >= 2, got {n_samples}, {seq_len}")
+    if not texts:
+        raise DataUnavailable("calibration corpus is empty")
+    rng = random.Random(seed)
+    windows: list[list[int]] = []
+    misses = 0
+    cache: dict[int, list[int]] = {}
+    while len(windows) < n_samples:
+        i = rng.randrange(len(texts))
+        ids = cache.get(i)
+        if ids is None:
+            ids = tokenizer(texts[i])["input_ids"]
+            cache[i] = ids
+        if len(ids) <= seq_len:
+            misses += 1
+            if misses > 1000 * n_samples:
+                raise DataUnavailable(f"almost no document is longer than seq_len={seq_len} tokens")
+            continue
+        start = rng.randrange(len(ids) - seq_len)
+        windows.append(ids[start : start + seq_len])
+    protocol = WindowProtocol("random-doc", seq_len, n_samples, seed)
+    return torch.tensor(windows, dtype=torch.long), protocol
+
+
+def eval_windows(
+    texts: Sequence[str],
+    tokenizer,
+    seq_len: int,
+    joiner: str = "\n\n",
+    max_windows: int | None = None,
+) -> tuple[torch.Tensor, WindowProtocol]:
+    """Join, tokenise once, cut non-overlapping ``seq_len`` windows (the tail is dropped)."""
+    ids = tokenizer(joiner.join(texts))["input_ids"]
+    n = len(ids) // seq_len
+    if max_windows is not None:
+        n = min(n, max_windows)
+    if n == 0:
+        raise DataUnavailable(f"text has {len(ids)} tokens, fewer than one window of {seq_len}")
+    windows = torch.tensor(ids[: n * seq_len], dtype=torch.long).view(n, seq_len)
+    protocol = WindowProtocol("contiguous", seq_len, n, joiner=joiner, stride=seq_len,
+                              bos="tokenizer default, once at the start of the joined text")
+    return windows, protocol
+
+
+# -- multiple-choice calibration items (the margin objective) --------------------------------
+
+
+@dataclass(frozen=True)
+class ChoiceItem:
+    """A prompt, its answer options (continuations), and the index of the right one."""
+
+    prompt: str
+    choices: tuple[str, ...]
+    gold: int
+
+
+_FORMAT_RE = re.compile(r"Answer format:\s*([^\n]+?)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def parse_commonsense_record(record: dict[str, Any], answer_lead: str = "the correct answer is") -> ChoiceItem:
+    """One Commonsense-170k record -> a :class:`ChoiceItem`.
+
+    The options are the labels of the instruction's last line (``Answer format:
+    answer1/answer2/...``); the gold one is ``record['answer']``. The prompt is the
+    instruction (plus ``input`` if any) followed by the record's own answer lead
+    (``"the correct answer is"``), so that each option is scored as the continuation
+    that the dataset's ``output`` field would have.
+    """
+    instruction = record.get("instruction")
+    answer = record.get("answer")
+    if not isinstance(instruction, str) or not isinstance(answer, str):
+        raise ValueError(f"record lacks 'instruction'/'answer' strings: {str(record)[:120]}")
+    m = None
+    for m in _FORMAT_RE.finditer(instruction):
+        pass
+    if m is None:
+        raise ValueError(f"no 'Answer format:' line in instruction: {instruction[-120:]!r}")
+    labels = tuple(x.strip() for x in m.group(1).split("/") if x.strip())
+    gold_label = answer.strip()
+    if gold_label not in labels:
+        raise ValueError(f"answer {gold_label!r} is not one of the options {labels}")
+    text = instruction
+    extra = record.get("input") or ""
+    if extra.strip():
+        text = f"{text}\n\n{extra}"
+    prompt = f"{text}\n\n{answer_lead}"
+    return ChoiceItem(prompt, tuple(f" {label}" for label in labels), labels.index(gold_label))
+
+
+def load_choice_items(source: TextSource, n_items: int, seed: int = 0) -> list[ChoiceItem]:
+    """``n_items`` records sampled without replacement (seeded), parsed."""
+    records = load_records(source)
+    if n_items > len(records):
+        raise ValueError(f"asked for {n_items} items but {source.describe()} has {len(records)}")
+    rng = random.Random(seed)
+    picked = rng.sample(range(len(records)), n_items)
+    return [parse_commonsense_record(records[i]) for i in picked]
+

@@ -1,0 +1,241 @@
+"""Model registry and loading.
+
+A model is named by a registry id (``llama3-8b``, ``tiny-qwen3``), a local directory,
+or any Hugging Face Hub id. Paper models are looked up in this order: an explicit
+local directory (``DEPTHPRUNE_MODELS_DIR/<id>``), the Hugging Face cache, and only
+then (if the network is allowed) the Hub. :func:`locate` never touches the network
+unless asked to, so a test can decide to *skip* before anything is downloaded.
+
+Decoder layers are found generically (:func:`find_decoder_layers`): no model-name
+string matching, so any decoder-only architecture in transformers works.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import torch
+from torch import nn
+
+TINY_ASSETS = Path(str(resources.files("depthprune") / "assets" / "tiny"))
+
+DataProfile = Literal["paper", "tiny"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Where a model comes from and which data profile its cells use."""
+
+    id: str
+    source: str  # Hub id, or a local directory
+    n_layers: int | None = None
+    family: str = ""
+    profile: DataProfile = "paper"
+    revision: str | None = None
+
+    @property
+    def is_local(self) -> bool:
+        return Path(self.source).is_dir()
+
+
+PAPER_MODELS: dict[str, ModelSpec] = {
+    m.id: m
+    for m in (
+        ModelSpec("llama3-8b", "meta-llama/Meta-Llama-3-8B", 32, "llama3"),
+        ModelSpec("llama3.1-8b", "meta-llama/Llama-3.1-8B", 32, "llama3.1"),
+        ModelSpec("qwen3-8b", "Qwen/Qwen3-8B", 36, "qwen3"),
+    )
+}
+
+TINY_MODELS: dict[str, ModelSpec] = {
+    m.id: m
+    for m in (
+        ModelSpec("tiny-llama3", str(TINY_ASSETS / "models" / "tiny-llama3"), None, "llama3", "tiny"),
+        ModelSpec("tiny-llama3.1", str(TINY_ASSETS / "models" / "tiny-llama3.1"), None, "llama3.1", "tiny"),
+        ModelSpec("tiny-qwen3", str(TINY_ASSETS / "models" / "tiny-qwen3"), None, "qwen3", "tiny"),
+    )
+}
+
+MODELS: dict[str, ModelSpec] = {**PAPER_MODELS, **TINY_MODELS}
+
+
+class WeightsUnavailable(RuntimeError):
+    """The model's weights are not on this machine (and downloading was not allowed)."""
+
+
+def resolve(model: str | ModelSpec) -> ModelSpec:
+    """Turn a registry id, a local directory or a Hub id into a :class:`ModelSpec`."""
+    if isinstance(model, ModelSpec):
+        return model
+    if model in MODELS:
+        return MODELS[model]
+    path = Path(model).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise WeightsUnavailable(f"{model}: not a model directory (no config.json in it)")
+        return ModelSpec(path.name, str(path.resolve()), profile="paper")
+    if model.count("/") == 1 and not model.startswith((".", "/")):
+        return ModelSpec(model, model, profile="paper")
+    raise ValueError(
+        f"unknown model {model!r}: not a registry id ({', '.join(MODELS)}), "
+        "an existing directory, or a Hub id of the form owner/name"
+    )
+
+
+def _has_weights(path: Path) -> bool:
+    return (path / "config.json").is_file() and any(
+        p.suffix in (".safetensors", ".bin") for p in path.iterdir()
+    )
+
+
+def locate(model: str | ModelSpec, allow_download: bool = False) -> str:
+    """Return a local directory holding the model's weights.
+
+    Raises :class:`WeightsUnavailable` with the places that were tried. With
+    ``allow_download`` the Hub id itself is returned when nothing local is found, and
+    ``from_pretrained`` downloads it.
+    """
+    spec = resolve(model)
+    tried: list[str] = []
+    if spec.is_local:
+        if _has_weights(Path(spec.source)):
+            return spec.source
+        raise WeightsUnavailable(f"{spec.id}: no config.json + weights in {spec.source}")
+    root = os.environ.get("DEPTHPRUNE_MODELS_DIR")
+    if root:
+        for name in (spec.id, spec.source.replace("/", "--"), spec.source.split("/")[-1]):
+            cand = Path(root) / name
+            tried.append(str(cand))
+            if cand.is_dir() and _has_weights(cand):
+                return str(cand)
+    try:
+        from huggingface_hub import snapshot_download
+
+        snap = Path(snapshot_download(spec.source, revision=spec.revision, local_files_only=True))
+        if _has_weights(snap):
+            return str(snap)
+        tried.append(f"HF cache {snap} (incomplete)")
+    except Exception as err:  # noqa: BLE001 - any miss in the cache means "not cached"
+        tried.append(f"HF cache ({type(err).__name__})")
+    if allow_download:
+        return spec.source
+    raise WeightsUnavailable(
+        f"{spec.id}: weights for {spec.source} not found locally (tried: {'; '.join(tried)}). "
+        "Download them (huggingface-cli download), set DEPTHPRUNE_MODELS_DIR, or allow downloads."
+    )
+
+
+def resolve_dtype(dtype: str | torch.dtype, device: str) -> torch.dtype:
+    """``auto`` means bf16 on CUDA (the paper's setting) and fp32 on CPU (exact, portable)."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+             "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+    if dtype == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if dtype not in table:
+        raise ValueError(f"unknown dtype {dtype!r}; allowed: auto, {', '.join(table)}")
+    return table[dtype]
+
+
+def resolve_device(device: str | None) -> str:
+    if device in (None, "auto"):
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} requested but CUDA is not available here")
+    if not (device == "cpu" or device.startswith("cuda")):
+        raise ValueError(f"unknown device {device!r}; allowed: auto, cpu, cuda, cuda:N")
+    return device
+
+
+def load_model(
+    model: str | ModelSpec,
+    device: str | None = "auto",
+    dtype: str | torch.dtype = "auto",
+    allow_download: bool = False,
+    attn_implementation: str = "sdpa",
+):
+    """Load ``(model, tokenizer)`` in eval mode on ``device``; see :func:`locate`."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    spec = resolve(model)
+    path = locate(spec, allow_download=allow_download)
+    dev = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, dev)
+    tokenizer = AutoTokenizer.from_pretrained(path, revision=spec.revision)
+    hf_model = AutoModelForCausalLM.from_pretrained(
+        path, revision=spec.revision, dtype=torch_dtype, attn_implementation=attn_implementation
+    )
+    hf_model.to(dev)
+    hf_model.eval()
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return hf_model, tokenizer
+
+
+@dataclass
+class DecoderLayers:
+    """Where a model keeps its decoder blocks: ``getattr(owner, attr)`` is the ModuleList."""
+
+    owner: nn.Module
+    attr: str
+
+    @property
+    def layers(self) -> nn.ModuleList:
+        return getattr(self.owner, self.attr)
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+
+_LAYER_ATTRS = ("layers", "h", "blocks", "block", "decoder_layers")
+
+
+def _num_layers(config) -> int | None:
+    for key in ("num_hidden_layers", "n_layer", "num_layers"):
+        if isinstance(getattr(config, key, None), int):
+            return getattr(config, key)
+    return None
+
+
+def find_decoder_layers(model: nn.Module) -> DecoderLayers:
+    """Find the decoder's block list without matching model names.
+
+    The usual attribute names are tried on the decoder (``model.get_decoder()``) first;
+    otherwise the ModuleList whose length equals ``config.num_hidden_layers`` is taken.
+    """
+    config = getattr(model, "config", None)
+    n = _num_layers(config) if config is not None else None
+    decoder = model.get_decoder() if hasattr(model, "get_decoder") else model
+    for owner in (decoder, getattr(model, "model", None), model):
+        if owner is None:
+            continue
+        for attr in _LAYER_ATTRS:
+            cand = getattr(owner, attr, None)
+            if isinstance(cand, nn.ModuleList) and len(cand) > 0 and (n is None or len(cand) == n):
+                return DecoderLayers(owner, attr)
+    matches = []
+    for name, module in model.named_modules():
+        for attr, child in module.named_children():
+            if isinstance(child, nn.ModuleList) and len(child) > 0 and (n is None or len(child) == n):
+                matches.append((name, attr, module))
+    if len(matches) == 1:
+        return DecoderLayers(matches[0][2], matches[0][1])
+    raise ValueError(
+        f"cannot find the decoder layer list of {type(model).__name__}: "
+        f"{len(matches)} ModuleLists of length {n} (expected exactly one)"
+    )
+
+
+def find_final_norm(model: nn.Module) -> nn.Module | None:
+    """The norm applied after the last block (None if the decoder has no such attribute)."""
+    owner = find_decoder_layers(model).owner
+    for attr in ("norm", "final_layernorm", "ln_f", "norm_f", "final_norm"):
+        mod = getattr(owner, attr, None)
+        if isinstance(mod, nn.Module):
+            return mod
+    return None

@@ -1,0 +1,88 @@
+"""What an objective is: calibration batches in, one scalar loss (lower is better) out.
+
+An objective builds its micro-batches once (:meth:`Objective.prepare`), then, for every
+candidate removal set, the scoring engine hands it the final (normed) hidden states of
+each micro-batch and an :class:`OutputHead` that turns hidden states into log-probs.
+The objective returns a small *stats* tensor per micro-batch (e.g. summed NLL and token
+count) and combines them in :meth:`Objective.reduce`. Keeping the statistics small is
+what lets the engine stay memory-bounded on 128k-token vocabularies: log-probs are
+computed in chunks and never stored.
+
+``reduce`` must be differentiable in the stats (it is used for gate gradients), and
+every built-in objective is *linear* in them, so gradients accumulate over micro-batches.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+
+@dataclass
+class Batch:
+    """One micro-batch: token ids (right-padded) and whatever the objective needs."""
+
+    input_ids: torch.Tensor  # [b, t] long, on CPU until the engine moves it
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+class OutputHead:
+    """Turns final hidden states into log-probabilities, a chunk of tokens at a time."""
+
+    def __init__(self, model: nn.Module, chunk_tokens: int = 2048) -> None:
+        head = model.get_output_embeddings()
+        if head is None:
+            raise ValueError(f"{type(model).__name__} has no output embeddings (lm_head)")
+        self.head = head
+        self.softcap = getattr(model.config, "final_logit_softcapping", None)
+        self.chunk_tokens = chunk_tokens
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        x = self.head(hidden)
+        if self.softcap:
+            x = torch.tanh(x / self.softcap) * self.softcap
+        return x.float()
+
+    def target_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """log p(targets[n] | hidden[n]) for flat ``hidden`` [N, H] and ``targets`` [N]."""
+        out = []
+        for start in range(0, hidden.shape[0], self.chunk_tokens):
+            logits = self.logits(hidden[start : start + self.chunk_tokens])
+            tgt = targets[start : start + self.chunk_tokens]
+            out.append(logits.gather(-1, tgt[:, None]).squeeze(-1) - torch.logsumexp(logits, dim=-1))
+        return torch.cat(out) if out else hidden.new_zeros(0, dtype=torch.float32)
+
+
+@dataclass
+class Objective(ABC):
+    """Base class; subclasses are dataclasses whose fields are recorded with results."""
+
+    name: ClassVar[str] = ""
+    #: the engine runs the dense model once and calls :meth:`set_reference` per batch
+    needs_reference: ClassVar[bool] = False
+
+    def params(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @abstractmethod
+    def prepare(self, tokenizer, profile: str, batch_size: int) -> list[Batch]:
+        """Build the calibration micro-batches (deterministic given the fields)."""
+
+    @abstractmethod
+    def batch_stats(self, hidden: torch.Tensor, batch: Batch, head: OutputHead) -> torch.Tensor:
+        """Statistics of one micro-batch from its final hidden states [b, t, H]."""
+
+    @abstractmethod
+    def reduce(self, stats: list[torch.Tensor]) -> torch.Tensor:
+        """Combine the statistics of all micro-batches into the scalar loss."""
+
+    def set_reference(self, index: int, hidden: torch.Tensor, batch: Batch, head: OutputHead) -> None:
+        """Receive the dense model's hidden states of micro-batch ``index`` (if needed)."""
+
+    def protocol(self) -> dict[str, Any]:
+        """How the calibration data was built (recorded with results)."""
+        return {}

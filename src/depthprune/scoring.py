@@ -1,0 +1,328 @@
+"""The scoring engine: removal set -> calibration loss, as few layer-forwards as possible.
+
+Every searcher's cost is forward passes, so this is the hot path. A :class:`Scorer` is
+the ``score`` callable that searchers receive. It
+
+* memoises losses by removal set;
+* keeps a cache of hidden states at layer *boundaries* (the input of block ``b``),
+  keyed by ``(b, removed ∩ [0, b))`` — the only thing that state depends on. A
+  candidate resumes from the deepest boundary whose key is cached, so in a greedy step
+  the candidate that first differs from its base at block ``j`` runs only blocks ``≥ j``;
+* decides what to keep by usefulness: the dense model's states always, and the states
+  of the ``keep_best`` best sets of each size (the sets searchers extend next: greedy's
+  and beam's bases, GA's elites, BO's incumbents); the byte budget is enforced
+  least-recently-used first, so memory stays bounded whatever the search does;
+* runs the model's *own* forward (masks, rotary embeddings, norms) on a view of the
+  kept blocks (:mod:`depthprune.masking`) and injects a cached state with a forward
+  pre-hook — no architecture is re-implemented, and a self-check at start-up proves
+  that resuming equals a full forward for this model (or turns the cache off);
+* counts evaluations, layer-forwards (one block over the whole calibration set = 1)
+  and seconds, and reports them in :class:`ScorerStats`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import warnings
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import torch
+from torch import nn
+
+from depthprune.masking import check_removed, keep_only, restore
+from depthprune.models import find_decoder_layers, find_final_norm
+from depthprune.objectives.base import Batch, Objective, OutputHead
+
+Key = tuple[int, frozenset[int]]
+
+
+def boundary_key(b: int, removed: Iterable[int]) -> Key:
+    """The cache key of the state entering block ``b`` under removal set ``removed``."""
+    return b, frozenset(i for i in removed if i < b)
+
+
+@dataclass
+class ScorerStats:
+    evaluations: int = 0  # distinct removal sets run through the model
+    layer_forwards: int = 0  # block applications, in units of the full calibration set
+    seconds: float = 0.0
+    resumed: int = 0  # runs that started from a cached boundary instead of the embeddings
+    verify_layer_forwards: int = 0  # spent by the start-up self-check (not in layer_forwards)
+    peak_cache_bytes: int = 0
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+@dataclass
+class _Entry:
+    states: list[torch.Tensor]
+    owner: frozenset[int]
+    nbytes: int
+
+
+class StateCache:
+    """Boundary states under a byte budget; see the module docstring for the policy."""
+
+    def __init__(self, max_bytes: int, keep_best: int) -> None:
+        self.max_bytes = max_bytes
+        self.keep_best = keep_best
+        self.entries: OrderedDict[Key, _Entry] = OrderedDict()  # LRU order: oldest first
+        self.owned: dict[frozenset[int], list[Key]] = {}
+        self.ranking: dict[int, list[tuple[float, tuple[int, ...]]]] = {}
+        self.bytes = 0
+        self.peak = 0
+
+    def deepest(self, removed: frozenset[int], n_layers: int) -> tuple[int, _Entry | None]:
+        for b in range(n_layers, 0, -1):
+            entry = self.entries.get(boundary_key(b, removed))
+            if entry is not None:
+                self.entries.move_to_end(boundary_key(b, removed))
+                return b, entry
+        return 0, None
+
+    def _drop(self, key: Key) -> None:
+        entry = self.entries.pop(key, None)
+        if entry is not None:
+            self.bytes -= entry.nbytes
+
+    def _drop_owner(self, owner: frozenset[int]) -> None:
+        for key in self.owned.pop(owner, []):
+            entry = self.entries.get(key)
+            if entry is not None and entry.owner == owner:
+                self._drop(key)
+
+    def offer(self, owner: frozenset[int], loss: float, states: dict[Key, list[torch.Tensor]]) -> None:
+        """Keep ``states`` (computed while scoring ``owner``) if ``owner`` ranks high enough."""
+        if owner:
+            ranked = self.ranking.setdefault(len(owner), [])
+            me = (loss if not math.isnan(loss) else math.inf, tuple(sorted(owner)))
+            ranked.append(me)
+            ranked.sort()
+            while len(ranked) > self.keep_best:
+                _, loser = ranked.pop()
+                self._drop_owner(frozenset(loser))
+            if me not in ranked:
+                return
+        keys = self.owned.setdefault(owner, [])
+        for key, tensors in states.items():
+            if key in self.entries:
+                continue
+            nbytes = sum(t.numel() * t.element_size() for t in tensors)
+            self.entries[key] = _Entry(tensors, owner, nbytes)
+            self.bytes += nbytes
+            keys.append(key)
+        while self.bytes > self.max_bytes and self.entries:
+            self._drop(next(iter(self.entries)))
+        self.peak = max(self.peak, self.bytes)
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.owned.clear()
+        self.ranking.clear()
+        self.bytes = 0
+
+
+def _default_cache_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(device)
+        return int(free * 0.4)
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 8 << 30
+    return int(total * 0.25)
+
+
+def _first_tensor(x):
+    return x[0] if isinstance(x, (tuple, list)) else x
+
+
+class Scorer:
+    """``score(removed) -> loss`` for one model, objective and calibration set.
+
+    Also offers ``many(sets)`` (a batch) and ``energy()`` (a quadratic model of the loss
+    over the removal vector, from gate gradients) for searchers that use them.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        batches: Sequence[Batch],
+        objective: Objective,
+        *,
+        prefix_cache: bool = True,
+        cache_bytes: int | None = None,
+        keep_best: int = 4,
+        verify: bool = True,
+    ) -> None:
+        if not batches:
+            raise ValueError("no calibration batches")
+        self.model = model
+        self.objective = objective
+        self.batches = list(batches)
+        self.decoder = find_decoder_layers(model)
+        self.n_layers = len(self.decoder)
+        self.final_norm = find_final_norm(model)
+        self.head = OutputHead(model)
+        self.device = next(model.parameters()).device
+        self.prefix_cache = prefix_cache
+        self.cache = StateCache(cache_bytes if cache_bytes is not None else _default_cache_bytes(self.device),
+                                keep_best)
+        self.stats = ScorerStats()
+        self.memo: dict[frozenset[int], float] = {}
+        self._inject: torch.Tensor | None = None
+        self._capture_budget = 0
+        self.dense_loss = self._dense()
+        if verify and prefix_cache and self.n_layers >= 2:
+            self._verify()
+
+    # -- public ------------------------------------------------------------------------
+    def __call__(self, removed: Iterable[int]) -> float:
+        s = check_removed(removed, self.n_layers)
+        if s not in self.memo:
+            start = time.perf_counter()
+            loss, states = self._run(s, use_cache=self.prefix_cache, capture=self.prefix_cache)
+            self.stats.seconds += time.perf_counter() - start
+            self.stats.evaluations += 1
+            value = float(loss)
+            self.memo[s] = value
+            if self.prefix_cache:
+                self.cache.offer(s, value, states)
+                self.stats.peak_cache_bytes = self.cache.peak
+        return self.memo[s]
+
+    def many(self, sets: Iterable[Iterable[int]]) -> list[float]:
+        return [self(s) for s in sets]
+
+    # -- the forward pass ----------------------------------------------------------------
+    def _dense(self) -> float:
+        return self(frozenset())
+
+    def _run(
+        self,
+        removed: frozenset[int],
+        use_cache: bool,
+        capture: bool,
+        batch_indices: Sequence[int] | None = None,
+        hidden_sink: list[torch.Tensor] | None = None,
+    ) -> tuple[torch.Tensor, dict[Key, list[torch.Tensor]]]:
+        """Loss of ``removed`` over the chosen micro-batches, resuming where possible."""
+        L = self.n_layers
+        b, entry = self.cache.deepest(removed, L) if use_cache else (0, None)
+        kept = [k for k in range(b, L) if k not in removed]
+        if entry is not None and not kept and self.final_norm is None:
+            b, entry = 0, None  # nowhere to inject: run from the embeddings
+            kept = [k for k in range(L) if k not in removed]
+        if entry is not None:
+            self.stats.resumed += 1
+        layers = self.decoder.layers
+        hooks = []
+        if entry is not None:
+            target = layers[kept[0]] if kept else self.final_norm
+            hooks.append(target.register_forward_pre_hook(self._inject_hook, with_kwargs=True))
+        indices = range(len(self.batches)) if batch_indices is None else batch_indices
+        captured: dict[Key, list[torch.Tensor]] = {}
+        self._capture_budget = self.cache.max_bytes
+        if capture:
+            for k in kept:
+                key = boundary_key(k + 1, removed)
+                captured[key] = []
+                hooks.append(layers[k].register_forward_hook(self._capture_hook(captured[key], len(indices))))
+        stats: list[torch.Tensor] = []
+        undo = keep_only(self.model, kept)
+        try:
+            with torch.no_grad():
+                for m in indices:
+                    batch = self.batches[m]
+                    self._inject = entry.states[m] if entry is not None else None
+                    out = self.decoder.owner(input_ids=batch.input_ids.to(self.device), use_cache=False)
+                    hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+                    if hidden_sink is not None:
+                        hidden_sink.append(hidden)
+                    if not removed and self.objective.needs_reference and batch_indices is None:
+                        self.objective.set_reference(m, hidden, batch, self.head)
+                    stats.append(self.objective.batch_stats(hidden, batch, self.head))
+        finally:
+            restore(self.model, undo)
+            for h in hooks:
+                h.remove()
+            self._inject = None
+        if batch_indices is None:
+            self.stats.layer_forwards += len(kept)
+        else:
+            self.stats.verify_layer_forwards += len(kept)
+        # Keep only complete captures (every micro-batch present).
+        n = len(indices)
+        states = {k: v for k, v in captured.items() if len(v) == n}
+        return self.objective.reduce(stats), states
+
+    def _inject_hook(self, module, args, kwargs):
+        state = self._inject
+        if state is None:
+            return None
+        if args:
+            return (state, *args[1:]), kwargs
+        kwargs = dict(kwargs)
+        kwargs["hidden_states"] = state
+        return args, kwargs
+
+    def _capture_hook(self, sink: list[torch.Tensor], n_batches: int):
+        """Collect one boundary's states; a boundary is taken whole or not at all.
+
+        The first micro-batch reserves room for all of them, so a run never holds more
+        than the cache could keep (the memory bound holds during the run, too).
+        """
+        admitted = [True]
+
+        def hook(module, args, output):
+            state = _first_tensor(output).detach()
+            if not sink:
+                need = state.numel() * state.element_size() * n_batches
+                admitted[0] = need <= self._capture_budget
+                if admitted[0]:
+                    self._capture_budget -= need
+            if admitted[0]:
+                sink.append(state)
+
+        return hook
+
+    # -- start-up self-check -------------------------------------------------------------
+    def _verify(self) -> None:
+        """Prove on one micro-batch that resuming from a cached state equals a full run.
+
+        Also checks that the output head reproduces the model's own logits. A model whose
+        forward does something the hooks cannot see fails here, before any search.
+        """
+        batch = self.batches[0]
+        with torch.no_grad():
+            ids = batch.input_ids[:1].to(self.device)
+            ref = self.model(input_ids=ids, use_cache=False).logits.float()
+            hidden = self.decoder.owner(input_ids=ids, use_cache=False).last_hidden_state
+            mine = self.head.logits(hidden)
+        tol = 1e-4 if ref.dtype == torch.float32 and hidden.dtype == torch.float32 else 5e-2
+        if not torch.allclose(ref, mine, atol=tol * max(1.0, ref.abs().max().item()), rtol=0):
+            raise ValueError(
+                f"{type(self.model).__name__}: lm_head(final hidden) does not reproduce the model's logits "
+                f"(max diff {(ref - mine).abs().max().item():.3g}); this architecture's output head is unsupported"
+            )
+        probe = frozenset([self.n_layers // 2])
+        resumed: list[torch.Tensor] = []
+        full: list[torch.Tensor] = []
+        self._run(probe, use_cache=True, capture=False, batch_indices=[0], hidden_sink=resumed)
+        self._run(probe, use_cache=False, capture=False, batch_indices=[0], hidden_sink=full)
+        a, b = resumed[0].float(), full[0].float()
+        scale = max(1.0, b.abs().max().item())
+        if not torch.allclose(a, b, rtol=0, atol=(1e-5 if tol < 1e-3 else 2e-2) * scale):
+            warnings.warn(
+                f"prefix cache disabled: resuming at block {self.n_layers // 2} does not reproduce a full "
+                f"forward for {type(self.model).__name__} (max |diff| of final hidden states "
+                f"{(a - b).abs().max().item():.3g}); every candidate will run from the embeddings",
+                stacklevel=2,
+            )
+            self.prefix_cache = False
+            self.cache.clear()

@@ -1,0 +1,28 @@
+"""One-shot top-k: remove the M layers whose single removal hurts least.
+
+ShortGPT-style ranking, but ranked by the objective itself (f({i})) rather than by a
+cosine-similarity proxy, so that the searcher comparison holds the objective fixed.
+Cost: L single-layer evaluations (the shared prior) plus one for the chosen set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from depthprune.search import register
+from depthprune.search.base import SearchContext, Searcher
+
+
+@register
+@dataclass
+class OneShotSearcher(Searcher):
+    name: ClassVar[str] = "oneshot"
+
+    def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int:
+        return n_layers - n_protected + 1
+
+    def run(self, ctx: SearchContext) -> frozenset[int]:
+        prior = ctx.prior()
+        ranked = sorted(ctx.candidates, key=lambda i: (prior[i], i))
+        return frozenset(ranked[: ctx.budget])

@@ -1,0 +1,81 @@
+"""Data protocols: windows are deterministic, sized as asked, and cut as documented."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from depthprune.data import (
+    DataUnavailable,
+    calibration_windows,
+    eval_windows,
+    load_texts,
+    parse_commonsense_record,
+    source_for,
+)
+from tests.fixtures import char_tokenizer, random_text
+
+
+def test_calibration_windows_deterministic_and_inside_one_document():
+    tok = char_tokenizer()
+    docs = random_text(30, 30, seed=1)
+    a, proto = calibration_windows(docs, tok, n_samples=10, seq_len=32, seed=0)
+    b, _ = calibration_windows(docs, tok, n_samples=10, seq_len=32, seed=0)
+    c, _ = calibration_windows(docs, tok, n_samples=10, seq_len=32, seed=1)
+    assert a.shape == (10, 32) and a.equal(b) and not a.equal(c)
+    assert proto.kind == "random-doc" and proto.seed == 0
+    encoded = [tok(d)["input_ids"] for d in docs]
+    for row in a.tolist():
+        assert any(any(ids[i : i + 32] == row for i in range(len(ids) - 31)) for ids in encoded)
+
+
+def test_calibration_windows_refuse_impossible_lengths():
+    with pytest.raises(DataUnavailable, match="longer than seq_len"):
+        calibration_windows(["short doc"], char_tokenizer(), n_samples=2, seq_len=64)
+
+
+def test_eval_windows_are_contiguous_and_non_overlapping():
+    tok = char_tokenizer()
+    texts = random_text(10, 20, seed=2)
+    windows, proto = eval_windows(texts, tok, seq_len=16)
+    ids = tok("\n\n".join(texts))["input_ids"]
+    assert windows.shape[0] == len(ids) // 16
+    assert windows.flatten().tolist() == ids[: windows.numel()]
+    assert proto.stride == 16 and proto.joiner == "\n\n"
+    assert eval_windows(texts, tok, seq_len=16, max_windows=3)[0].shape == (3, 16)
+
+
+def test_commonsense_record_parsing():
+    record = {
+        "instruction": "Please choose the correct answer to the question: Where do fish live?\n\n"
+        "Answer1: sea Answer2: sky Answer3: desert\n\nAnswer format: answer1/answer2/answer3",
+        "input": "",
+        "output": "the correct answer is answer1",
+        "answer": "answer1",
+    }
+    item = parse_commonsense_record(record)
+    assert item.choices == (" answer1", " answer2", " answer3") and item.gold == 0
+    assert item.prompt.endswith("Answer format: answer1/answer2/answer3\n\nthe correct answer is")
+    with pytest.raises(ValueError, match="not one of the options"):
+        parse_commonsense_record({**record, "answer": "answer4"})
+    with pytest.raises(ValueError, match="Answer format"):
+        parse_commonsense_record({**record, "instruction": "no options here"})
+
+
+def test_source_override_by_environment(tmp_path, monkeypatch):
+    path = tmp_path / "my.jsonl"
+    path.write_text(json.dumps({"text": "hello"}) + "\n")
+    monkeypatch.setenv("DEPTHPRUNE_DATA_C4_TRAIN", str(path))
+    assert load_texts(source_for("c4_train", "paper")) == ["hello"]
+
+
+def test_unknown_names_and_missing_files(tmp_path):
+    with pytest.raises(ValueError, match="allowed"):
+        source_for("c5", "paper")
+    with pytest.raises(ValueError, match="allowed"):
+        source_for("c4_train", "huge")
+    from depthprune.data import TextSource
+
+    with pytest.raises(DataUnavailable, match="not found"):
+        load_texts(TextSource("json", data_files={"train": str(tmp_path / "none.jsonl")}))

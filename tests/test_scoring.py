@@ -1,0 +1,115 @@
+"""The scoring engine: the prefix cache changes cost, never the loss."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+import torch
+
+from depthprune.masking import skip_layers
+from depthprune.objectives.base import Batch
+from depthprune.objectives.ppl import PerplexityObjective
+from depthprune.scoring import Scorer, boundary_key
+from depthprune.search import get_searcher
+from tests.fixtures import random_model
+
+
+def _batches(n_batches=2, b=3, t=24, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [Batch(torch.randint(4, 30, (b, t), generator=g)) for _ in range(n_batches)]
+
+
+def _reference_loss(model, batches, removed):
+    """Independent ppl: the model's own logits and cross-entropy, full forward."""
+    nll, count = 0.0, 0
+    with torch.no_grad(), skip_layers(model, removed):
+        for batch in batches:
+            logits = model(batch.input_ids, use_cache=False).logits[:, :-1].float()
+            targets = batch.input_ids[:, 1:]
+            nll += torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                                                     reduction="sum").item()
+            count += targets.numel()
+    return nll / count
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen3", "mistral"])
+def test_cached_scores_equal_full_forward(arch):
+    model = random_model(arch, n_layers=8)
+    batches = _batches()
+    cached = Scorer(model, batches, PerplexityObjective())
+    plain = Scorer(model, batches, PerplexityObjective(), prefix_cache=False)
+    rng = random.Random(0)
+    sets = [frozenset(rng.sample(range(8), rng.randint(1, 4))) for _ in range(25)]
+    for s in sets:
+        assert cached(s) == plain(s), s
+    assert cached.stats.resumed > 0
+    for s in sets[:3]:
+        assert cached(s) == pytest.approx(_reference_loss(model, batches, s), rel=1e-5)
+    assert cached.stats.layer_forwards < plain.stats.layer_forwards
+
+
+def test_memoised_and_counted():
+    model = random_model("llama", n_layers=6)
+    scorer = Scorer(model, _batches(), PerplexityObjective())
+    assert scorer.stats.evaluations == 1  # the dense baseline
+    first = scorer({2})
+    forwards = scorer.stats.layer_forwards
+    assert scorer({2}) == first and scorer.stats.layer_forwards == forwards
+    assert scorer.stats.evaluations == 2
+    assert scorer.many([{2}, {3}]) == [first, scorer({3})]
+
+
+def test_greedy_same_answer_about_half_the_layer_forwards():
+    model = random_model("llama", n_layers=12)
+    batches = _batches()
+    cached = Scorer(model, batches, PerplexityObjective())
+    plain = Scorer(model, batches, PerplexityObjective(), prefix_cache=False)
+    a = get_searcher("greedy").search(n_layers=12, budget=3, score=cached)
+    b = get_searcher("greedy").search(n_layers=12, budget=3, score=plain)
+    assert a.removed == b.removed and a.loss == b.loss
+    ratio = cached.stats.layer_forwards / plain.stats.layer_forwards
+    assert ratio <= 0.55, ratio
+
+
+def test_cache_respects_byte_budget():
+    model = random_model("llama", n_layers=8)
+    batches = _batches()
+    state_bytes = sum(b.input_ids.numel() for b in batches) * model.config.hidden_size * 4
+    budget = 3 * state_bytes
+    scorer = Scorer(model, batches, PerplexityObjective(), cache_bytes=budget)
+    unbounded = Scorer(model, batches, PerplexityObjective(), prefix_cache=False)
+    for s in itertools.combinations(range(8), 2):
+        assert scorer(s) == unbounded(s)
+    assert 0 < scorer.stats.peak_cache_bytes <= budget
+
+
+def test_cache_keys_depend_only_on_the_prefix():
+    assert boundary_key(3, {0, 5}) == boundary_key(3, {0, 4, 7}) == (3, frozenset({0}))
+
+
+def test_self_check_turns_cache_off_when_resuming_is_wrong():
+    model = random_model("llama", n_layers=6)
+    # Stand-in for an architecture whose blocks depend on more than the hidden state
+    # they receive (e.g. per-layer inputs indexed by call order): each block adds an
+    # offset that counts the blocks already run in this forward. Resuming mid-way
+    # changes the count, so resumed and full runs differ, and the self-check must see it.
+    counter = {"n": 0}
+    direction = torch.randn(model.config.hidden_size, generator=torch.Generator().manual_seed(0))
+
+    def reset(module, args, kwargs):
+        counter["n"] = 0
+
+    def offset(module, args):
+        counter["n"] += 1
+        return (args[0] + direction * counter["n"], *args[1:])
+
+    model.model.register_forward_pre_hook(reset, with_kwargs=True)
+    for layer in model.model.layers:
+        layer.register_forward_pre_hook(offset)
+    with pytest.warns(UserWarning, match="prefix cache disabled"):
+        scorer = Scorer(model, _batches(), PerplexityObjective())
+    assert scorer.prefix_cache is False
+    plain = Scorer(model, _batches(), PerplexityObjective(), prefix_cache=False, verify=False)
+    assert scorer({1, 4}) == plain({1, 4})
