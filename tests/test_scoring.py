@@ -113,3 +113,30 @@ def test_self_check_turns_cache_off_when_resuming_is_wrong():
     assert scorer.prefix_cache is False
     plain = Scorer(model, _batches(), PerplexityObjective(), prefix_cache=False, verify=False)
     assert scorer({1, 4}) == plain({1, 4})
+
+
+def test_gate_energy_is_exact_for_singles_and_predicts_pairs():
+    model = random_model("llama", n_layers=6)
+    scorer = Scorer(model, _batches(), PerplexityObjective())
+    h, J = scorer.energy()
+    assert len(h) == 6 and len(J) == 6 and all(J[i][i] == 0 for i in range(6))
+    assert all(abs(J[i][j] - J[j][i]) < 1e-12 for i in range(6) for j in range(6))
+    for i in range(6):
+        assert h[i] == pytest.approx(scorer({i}) - scorer.dense_loss)
+    # J is a model of pair interactions; it must at least beat assuming additivity.
+    pairs = list(itertools.combinations(range(6), 2))
+    err_quadratic = sum(abs(scorer.dense_loss + h[i] + h[j] + 2 * J[i][j] - scorer({i, j})) for i, j in pairs)
+    err_additive = sum(abs(scorer.dense_loss + h[i] + h[j] - scorer({i, j})) for i, j in pairs)
+    assert err_quadratic < err_additive
+    assert scorer.stats.layer_backwards == 7 * 6
+
+
+def test_fork_shares_dense_states_not_counters():
+    model = random_model("llama", n_layers=6)
+    scorer = Scorer(model, _batches(), PerplexityObjective())
+    scorer({1})
+    twin = scorer.fork(known={frozenset([1]): scorer({1})})
+    assert twin.stats.evaluations == 0 and twin({1}) == scorer({1}) and twin.stats.layer_forwards == 0
+    twin({4})
+    assert twin.stats.layer_forwards == 1  # resumed from the shared dense state at block 4
+    assert twin({4}) == Scorer(model, _batches(), PerplexityObjective(), prefix_cache=False)({4})

@@ -51,6 +51,7 @@ class ScorerStats:
     layer_forwards: int = 0  # block applications, in units of the full calibration set
     seconds: float = 0.0
     resumed: int = 0  # runs that started from a cached boundary instead of the embeddings
+    layer_backwards: int = 0  # block backward passes (gate gradients for the cbo energy)
     verify_layer_forwards: int = 0  # spent by the start-up self-check (not in layer_forwards)
     peak_cache_bytes: int = 0
 
@@ -177,9 +178,27 @@ class Scorer:
         self.memo: dict[frozenset[int], float] = {}
         self._inject: torch.Tensor | None = None
         self._capture_budget = 0
+        self._energy: tuple[list[float], list[list[float]]] | None = None
         self.dense_loss = self._dense()
         if verify and prefix_cache and self.n_layers >= 2:
             self._verify()
+
+    def fork(self, known: dict[frozenset[int], float] | None = None) -> Scorer:
+        """A scorer with fresh memo and counters that shares model, data and dense states.
+
+        ``known`` losses (e.g. the shared single-removal prior) are pre-filled into the
+        memo: they were paid for once, elsewhere, and are not counted again here.
+        """
+        twin = object.__new__(Scorer)
+        twin.__dict__.update(self.__dict__)
+        twin.stats = ScorerStats()
+        twin.memo = {frozenset(): self.dense_loss, **(known or {})}
+        twin.cache = StateCache(self.cache.max_bytes, self.cache.keep_best)
+        dense_keys = self.cache.owned.get(frozenset(), [])
+        twin.cache.offer(frozenset(), self.dense_loss,
+                         {k: self.cache.entries[k].states for k in dense_keys if k in self.cache.entries})
+        twin._energy = None
+        return twin
 
     # -- public ------------------------------------------------------------------------
     def __call__(self, removed: Iterable[int]) -> float:
@@ -198,6 +217,14 @@ class Scorer:
 
     def many(self, sets: Iterable[Iterable[int]]) -> list[float]:
         return [self(s) for s in sets]
+
+    def energy(self) -> tuple[list[float], list[list[float]]]:
+        """Quadratic model (h, J) of the loss over the removal vector; see :mod:`depthprune.gates`."""
+        if self._energy is None:
+            from depthprune.gates import quadratic_energy
+
+            self._energy = quadratic_energy(self)
+        return self._energy
 
     # -- the forward pass ----------------------------------------------------------------
     def _dense(self) -> float:
