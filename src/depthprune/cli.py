@@ -94,6 +94,49 @@ def cmd_prune(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tasks_arg(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from tabulate import tabulate
+
+    from depthprune.env import environment, write_json_atomic
+    from depthprune.evaluate import EvalConfig, default_cache_dir, evaluate
+    from depthprune.models import load_model, resolve
+    from depthprune.pruning import count_layers
+
+    spec = resolve(args.model)
+    if args.profile:
+        spec = replace(spec, profile=args.profile)
+    n_layers = count_layers(spec, args.allow_download)
+    removed = args.remove or ()
+    bad = [i for i in removed if not 0 <= i < n_layers]
+    if bad or len(removed) >= n_layers:
+        raise UsageError(f"--remove {','.join(map(str, removed))}: {spec.id} has {n_layers} layers; "
+                         f"allowed: fewer than {n_layers} distinct indices in 0..{n_layers - 1}")
+    cfg = EvalConfig.for_profile(spec.profile, tasks=args.tasks, seq_len=args.seq_len, limit=args.limit,
+                                 batch_size=args.batch_size, lambada=not args.no_lambada,
+                                 perplexity=() if args.no_perplexity else None)
+    _writable_target(args.json, "--json")
+    model, tokenizer = load_model(spec, device=args.device, dtype=args.dtype, allow_download=args.allow_download)
+    cache = None if args.no_cache else default_cache_dir()
+    result = evaluate(model, tokenizer, spec.id, removed, spec.profile, cfg, cache_dir=cache)
+    rows = [(k, f"{v:.4f}") for k, v in result.metrics.items() if not k.endswith("_stderr")]
+    print(f"{spec.id} without layers [{','.join(map(str, removed))}] "
+          f"({result.seconds:.1f} s{', cached' if result.cached else ''})")
+    print(tabulate(rows, headers=("metric", "value"), tablefmt="github"))
+    if args.json:
+        write_json_atomic(args.json, {"model": spec.id, "removed": list(removed), "metrics": result.metrics,
+                                      "protocol": result.protocol, "seconds": result.seconds,
+                                      "environment": environment(str(next(model.parameters()).device),
+                                                                 str(next(model.parameters()).dtype))})
+        print(f"wrote {args.json}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="depthprune", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -114,6 +157,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", default=None, metavar="FILE", help="write the result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_prune)
+
+    p = sub.add_parser("evaluate", help="perplexity suite + zero-shot tasks of the model without some layers")
+    _add_model_args(p)
+    p.add_argument("--remove", type=_layers_arg, default=(), metavar="I,J,K", help="layers to remove (default none)")
+    p.add_argument("--tasks", type=_tasks_arg, default=None,
+                   help="comma-separated zero-shot tasks (default: hellaswag,winogrande,arc_easy,arc_challenge,piqa,boolq)")
+    p.add_argument("--no-lambada", action="store_true", help="skip LAMBADA")
+    p.add_argument("--no-perplexity", action="store_true", help="skip WikiText-2 / C4 perplexity")
+    p.add_argument("--seq-len", type=int, default=None, help="perplexity window length (paper 2048; tiny 256)")
+    p.add_argument("--limit", type=int, default=None, help="lm-eval items per task (default all)")
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--no-cache", action="store_true", help="ignore and do not write the evaluation cache")
+    p.add_argument("--json", default=None, metavar="FILE", help="write metrics and protocol as JSON")
+    p.set_defaults(func=cmd_evaluate)
     return parser
 
 

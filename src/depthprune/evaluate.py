@@ -1,0 +1,219 @@
+"""Evaluate a (pruned) model: the perplexity suite and lm-eval zero-shot tasks.
+
+Everything runs on the model *in memory* through the reversible view
+(:func:`depthprune.masking.skip_layers`), so evaluating many removal sets needs one
+load. Zero-shot tasks go through an unpatched lm-evaluation-harness,
+``HFLM(pretrained=model, tokenizer=...)``; the tiny family's six stand-in tasks (and
+the LAMBADA stand-in) are local YAML tasks loaded with
+``TaskManager(include_path=..., include_defaults=False)``.
+
+Metrics are flat, named after the paper's tasks whatever the profile:
+``wikitext2_ppl``, ``c4_ppl``, ``lambada_ppl``, ``lambada_acc``, ``<task>_acc``,
+``<task>_acc_norm``, and ``avg_acc`` = the mean headline metric over the six tasks
+(acc_norm for hellaswag and arc_challenge, acc otherwise). Results are cached on disk
+by (model, removed set, tasks, protocol), so two searchers that find the same set are
+evaluated once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from depthprune.data import eval_windows, load_texts, source_for
+from depthprune.env import package_versions, write_json_atomic
+from depthprune.masking import skip_layers
+from depthprune.models import TINY_ASSETS
+
+ZERO_SHOT_TASKS = ("hellaswag", "winogrande", "arc_easy", "arc_challenge", "piqa", "boolq")
+HEADLINE_METRIC = {"hellaswag": "acc_norm", "arc_challenge": "acc_norm"}  # acc otherwise
+TINY_TASK_DIR = TINY_ASSETS / "tasks"
+
+
+def headline(task: str) -> str:
+    return HEADLINE_METRIC.get(task, "acc")
+
+
+def lm_eval_task_name(task: str, profile: str) -> str:
+    """The lm-eval task that stands for ``task`` in ``profile`` (tiny: the local stand-in)."""
+    base = "lambada_openai" if task == "lambada" else task
+    return f"tiny_{task}" if profile == "tiny" else base
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What to evaluate and how; every field is part of the cache key and the result."""
+
+    tasks: tuple[str, ...] = ZERO_SHOT_TASKS
+    lambada: bool = True
+    perplexity: tuple[str, ...] = ("wikitext2", "c4")
+    seq_len: int = 2048
+    c4_windows: int = 256
+    batch_size: int = 8
+    limit: int | None = None  # lm-eval items per task (None = all)
+
+    @classmethod
+    def for_profile(cls, profile: str, **overrides: Any) -> EvalConfig:
+        base: dict[str, Any] = {"seq_len": 256, "c4_windows": 64, "batch_size": 32} if profile == "tiny" else {}
+        base.update({k: v for k, v in overrides.items() if v is not None})
+        if "tasks" in base:
+            unknown = sorted(set(base["tasks"]) - set(ZERO_SHOT_TASKS))
+            if unknown:
+                raise ValueError(f"unknown task(s) {', '.join(unknown)}; allowed: {', '.join(ZERO_SHOT_TASKS)}")
+            base["tasks"] = tuple(base["tasks"])
+        return cls(**base)
+
+
+@dataclass
+class EvalResult:
+    metrics: dict[str, float]
+    protocol: dict[str, Any]
+    seconds: float
+    cached: bool = False
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+# -- perplexity ------------------------------------------------------------------------------
+
+
+def windows_perplexity(model, windows: torch.Tensor, batch_size: int) -> tuple[float, int]:
+    """Token-weighted perplexity of ``windows`` [n, T]: every predicted token counts once."""
+    device = next(model.parameters()).device
+    nll, count = 0.0, 0
+    with torch.no_grad():
+        for start in range(0, windows.shape[0], batch_size):
+            ids = windows[start : start + batch_size].to(device)
+            logits = model(input_ids=ids, use_cache=False).logits[:, :-1].float()
+            targets = ids[:, 1:]
+            nll += torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum"
+            ).item()
+            count += targets.numel()
+    return math.exp(nll / count), count
+
+
+@lru_cache(maxsize=8)
+def _ppl_windows(name: str, profile: str, tokenizer, seq_len: int, c4_windows: int):
+    """Evaluation windows of one dataset (cached per process: tokenising WikiText takes a while)."""
+    joiner = "\n\n" if name == "wikitext2" else " "  # WikiText-2: "\n\n"; C4 (GPTQ): " "
+    source = source_for("wikitext2" if name == "wikitext2" else "c4_validation", profile)
+    max_windows = None if name == "wikitext2" else c4_windows
+    windows, protocol = eval_windows(load_texts(source), tokenizer, seq_len, joiner=joiner, max_windows=max_windows)
+    return windows, {"source": source.describe(), **asdict(protocol)}
+
+
+def perplexity_suite(model, tokenizer, profile: str, cfg: EvalConfig) -> tuple[dict[str, float], dict[str, Any]]:
+    metrics, protocol = {}, {}
+    for name in cfg.perplexity:
+        windows, proto = _ppl_windows(name, profile, tokenizer, cfg.seq_len, cfg.c4_windows)
+        metrics[f"{name}_ppl"], tokens = windows_perplexity(model, windows, cfg.batch_size)
+        protocol[name] = {**proto, "predicted_tokens": tokens}
+    return metrics, protocol
+
+
+# -- lm-eval ---------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4)
+def task_manager(profile: str):
+    from lm_eval.tasks import TaskManager
+
+    if profile == "tiny":
+        return TaskManager(include_path=str(TINY_TASK_DIR), include_defaults=False)
+    return TaskManager()
+
+
+def zero_shot(model, tokenizer, profile: str, cfg: EvalConfig) -> tuple[dict[str, float], dict[str, Any]]:
+    """lm-eval on the in-memory model; returns flat metrics and what lm-eval reported."""
+    from lm_eval import simple_evaluate
+    from lm_eval.models.huggingface import HFLM
+
+    names = {lm_eval_task_name(t, profile): t for t in cfg.tasks}
+    if cfg.lambada:
+        names[lm_eval_task_name("lambada", profile)] = "lambada"
+    if not names:
+        return {}, {}
+    logging.getLogger("lm-eval").setLevel(logging.WARNING)
+    lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=cfg.batch_size,
+              max_length=getattr(model.config, "max_position_embeddings", None))
+    out = simple_evaluate(model=lm, tasks=list(names), task_manager=task_manager(profile), limit=cfg.limit,
+                          log_samples=False, bootstrap_iters=1000, verbosity="WARNING")
+    metrics: dict[str, float] = {}
+    for lm_name, task in names.items():
+        res = out["results"][lm_name]
+        for key, value in res.items():
+            metric, _, _filter = key.partition(",")
+            if metric in ("acc", "acc_norm", "perplexity", "acc_stderr", "acc_norm_stderr") and isinstance(
+                value, (int, float)
+            ):
+                short = "ppl" if metric == "perplexity" else metric
+                metrics[f"{task}_{short}"] = float(value)
+    heads = [metrics.get(f"{t}_{headline(t)}") for t in cfg.tasks]
+    if cfg.tasks and all(h is not None for h in heads):
+        metrics["avg_acc"] = sum(heads) / len(heads)
+    info = {
+        "lm_eval_version": package_versions().get("lm_eval"),
+        "tasks": {name: {"version": out.get("versions", {}).get(name), "n_samples": out.get("n-samples", {}).get(name)}
+                  for name in names},
+        "headline_metric": {t: headline(t) for t in cfg.tasks},
+        "limit": cfg.limit,
+    }
+    return metrics, info
+
+
+# -- the whole evaluation, cached ------------------------------------------------------------
+
+
+def cache_key(model_id: str, removed: Iterable[int], profile: str, cfg: EvalConfig, dtype: str) -> str:
+    blob = json.dumps({"model": model_id, "removed": sorted(removed), "profile": profile, "cfg": asdict(cfg),
+                       "dtype": dtype}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("DEPTHPRUNE_CACHE", Path.home() / ".cache" / "depthprune")) / "eval"
+
+
+def evaluate(
+    model,
+    tokenizer,
+    model_id: str,
+    removed: Sequence[int],
+    profile: str,
+    cfg: EvalConfig | None = None,
+    cache_dir: str | Path | None = None,
+) -> EvalResult:
+    """Perplexity suite + zero-shot tasks of ``model`` without ``removed``, cached on disk."""
+    cfg = cfg or EvalConfig.for_profile(profile)
+    dtype = str(next(model.parameters()).dtype)
+    key = cache_key(model_id, removed, profile, cfg, dtype)
+    path = Path(cache_dir) / f"{key}.json" if cache_dir is not None else None
+    if path is not None and path.is_file():
+        try:
+            stored = json.loads(path.read_text())
+            return EvalResult(stored["metrics"], stored["protocol"], stored["seconds"], cached=True)
+        except (json.JSONDecodeError, KeyError):
+            path.unlink()  # a corrupt cache entry is recomputed, never trusted
+    start = time.perf_counter()
+    with skip_layers(model, removed):
+        metrics, ppl_protocol = perplexity_suite(model, tokenizer, profile, cfg)
+        zs_metrics, zs_info = zero_shot(model, tokenizer, profile, cfg)
+    metrics.update(zs_metrics)
+    protocol = {"config": asdict(cfg), "perplexity": ppl_protocol, "zero_shot": zs_info, "profile": profile,
+                "dtype": dtype}
+    seconds = time.perf_counter() - start
+    if path is not None:
+        write_json_atomic(path, {"model": model_id, "removed": sorted(removed), "metrics": metrics,
+                                 "protocol": protocol, "seconds": seconds})
+    return EvalResult(metrics, protocol, seconds)

@@ -1,0 +1,53 @@
+"""Evaluation: in-memory view == physically pruned model; cached by removal set."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import pytest
+import torch
+
+from depthprune.evaluate import EvalConfig, evaluate, windows_perplexity
+from depthprune.masking import prune_layers
+from tests.fixtures import char_tokenizer, random_model
+
+CFG = EvalConfig.for_profile("tiny", tasks=("hellaswag", "boolq"), limit=12, c4_windows=4, seq_len=64)
+
+
+def test_windows_perplexity_is_token_weighted():
+    model = random_model("llama", n_layers=2)
+    windows = torch.randint(4, 30, (3, 16), generator=torch.Generator().manual_seed(0))
+    ppl, tokens = windows_perplexity(model, windows, batch_size=2)
+    with torch.no_grad():
+        logits = model(windows).logits[:, :-1]
+    nll = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), windows[:, 1:].reshape(-1))
+    assert tokens == 3 * 15 and ppl == pytest.approx(math.exp(nll.item()), rel=1e-5)
+
+
+def test_view_equals_pruned_copy_and_is_cached(tmp_path):
+    model, tok = random_model("llama", n_layers=4), char_tokenizer()
+    viewed = evaluate(model, tok, "random-llama", [1], "tiny", CFG, cache_dir=tmp_path)
+    pruned = prune_layers(copy.deepcopy(model), [1])
+    direct = evaluate(pruned, tok, "random-llama-pruned", [], "tiny", CFG)
+    assert set(viewed.metrics) >= {"wikitext2_ppl", "c4_ppl", "lambada_acc", "lambada_ppl", "hellaswag_acc_norm",
+                                   "boolq_acc", "avg_acc"}
+    for key, value in viewed.metrics.items():
+        assert direct.metrics[key] == pytest.approx(value, rel=1e-6), key
+    assert viewed.metrics["avg_acc"] == pytest.approx(
+        (viewed.metrics["hellaswag_acc_norm"] + viewed.metrics["boolq_acc"]) / 2)
+    assert viewed.protocol["zero_shot"]["lm_eval_version"]
+    assert viewed.protocol["perplexity"]["wikitext2"]["joiner"] == "\n\n"
+    again = evaluate(model, tok, "random-llama", [1], "tiny", CFG, cache_dir=tmp_path)
+    assert again.cached and again.metrics == viewed.metrics
+    (entry,) = tmp_path.iterdir()
+    entry.write_text("{ truncated")
+    redone = evaluate(model, tok, "random-llama", [1], "tiny", CFG, cache_dir=tmp_path)
+    assert not redone.cached and redone.metrics == viewed.metrics
+    assert json.loads(entry.read_text())["removed"] == [1]
+
+
+def test_unknown_task():
+    with pytest.raises(ValueError, match="allowed: hellaswag"):
+        EvalConfig.for_profile("tiny", tasks=("mmlu",))
