@@ -137,6 +137,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    import time
+
+    from depthprune.report import write_report
+
+    for d in args.results:
+        if not Path(d).is_dir():
+            raise UsageError(f"--results {d}: not a directory")
+    _writable_target(args.out, "--json")
+    start = time.perf_counter()
+    command = "depthprune report " + " ".join(f"--results {d}" for d in args.results) + f" --out {args.out}"
+    out = write_report(args.results, args.out, args.figures, command=command)
+    print(f"wrote {out} in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="depthprune", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -171,6 +187,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the evaluation cache")
     p.add_argument("--json", default=None, metavar="FILE", help="write metrics and protocol as JSON")
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("report", help="write REPORT.md (tables, Spearman, overlaps, figures, claims) from results")
+    p.add_argument("--results", action="append", required=True, metavar="DIR",
+                   help="a results directory (repeat to merge shards/machines)")
+    p.add_argument("--out", default="REPORT.md")
+    p.add_argument("--figures", default=None, metavar="DIR", help="where the PNGs go (default: figures/ beside --out)")
+    p.set_defaults(func=cmd_report)
     return parser
 
 

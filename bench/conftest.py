@@ -1,0 +1,111 @@
+"""Grid options and the parametrisation of cells from ``cases/*.toml``.
+
+    pytest bench -k "llama3 and margin"            select cells by id
+    pytest bench --grid tiny --full-grid           the whole tiny grid (default: its CI slice)
+    pytest bench --shard 2/8                       this machine's share (a cluster job array)
+    pytest bench -n 4 --dist loadgroup             one worker per GPU, a model's cells on one worker
+    pytest bench --redo / --update-reference       recompute finished cells / rewrite references
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from depthprune.grid.cases import load_grids
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("depthprune grid")
+    group.addoption("--cases", default=str(ROOT / "cases"), help="directory of grid case files (*.toml)")
+    group.addoption("--grid", action="append", default=None, help="only this grid (repeatable); default all")
+    group.addoption("--full-grid", action="store_true", help="run every cell, not only each grid's [ci] slice")
+    group.addoption("--results", default=str(ROOT / "results"), help="results directory (resumable)")
+    group.addoption("--reference-dir", default=str(ROOT / "reference"), help="reference directory")
+    group.addoption("--redo", action="store_true", help="recompute cells even if a finished result exists")
+    group.addoption("--update-reference", action="store_true", help="(re)write measured references from this run")
+    group.addoption("--shard", default=None, metavar="K/N", help="run shard K of N (1-based); a model+objective "
+                    "group never straddles shards")
+    group.addoption("--device", default=None, help="device for cells (default: per grid; xdist worker i -> cuda:i)")
+
+
+def _grids(config):
+    grids = load_grids(config.getoption("--cases"))
+    wanted = config.getoption("--grid")
+    if wanted:
+        unknown = sorted(set(wanted) - {g.name for g in grids})
+        if unknown:
+            raise pytest.UsageError(f"--grid {unknown[0]}: no such grid; allowed: {', '.join(g.name for g in grids)}")
+        grids = [g for g in grids if g.name in wanted]
+    return grids
+
+
+def _shard_of(group: str, n: int) -> int:
+    return int(hashlib.sha256(group.encode()).hexdigest(), 16) % n
+
+
+def pytest_generate_tests(metafunc):
+    if "grid_cell" not in metafunc.fixturenames:
+        return
+    config = metafunc.config
+    shard = config.getoption("--shard")
+    if shard:
+        try:
+            k, n = (int(x) for x in shard.split("/"))
+            assert 1 <= k <= n
+        except (ValueError, AssertionError):
+            raise pytest.UsageError(f"--shard {shard}: expected K/N with 1 <= K <= N") from None
+    params = []
+    for grid in _grids(config):
+        for cell in grid.cells():
+            if shard and _shard_of(f"{grid.name}/{cell.group}", n) != k - 1:
+                continue
+            marks = [getattr(pytest.mark, m) for m in grid.markers]
+            marks.append(pytest.mark.xdist_group(f"{grid.name}/{cell.model}"))
+            if grid.ci_cells and cell.id not in grid.ci_cells:
+                marks.append(pytest.mark.grid_extra)
+            params.append(pytest.param((grid, cell), id=cell.id, marks=marks))
+    metafunc.parametrize("grid_cell", params)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "grid_extra: a grid cell outside the grid's CI slice (needs --full-grid)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--full-grid"):
+        return
+    keep, drop = [], []
+    for item in items:
+        (drop if item.get_closest_marker("grid_extra") else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_report_header(config):
+    if config.getoption("--full-grid"):
+        return "depthprune grid: every cell"
+    return "depthprune grid: CI slice of each grid with a [ci] section (pass --full-grid for every cell)"
+
+
+@pytest.fixture(scope="session")
+def grid_runner(request):
+    from depthprune.grid.runner import GridRunner
+
+    device = request.config.getoption("--device")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if device is None and worker:
+        import torch
+
+        if torch.cuda.is_available():
+            device = f"cuda:{int(worker.lstrip('gw')) % torch.cuda.device_count()}"
+    runner = GridRunner(request.config.getoption("--results"), device=device,
+                        redo=request.config.getoption("--redo"))
+    yield runner
+    runner.close()

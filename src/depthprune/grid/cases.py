@@ -1,0 +1,242 @@
+"""Grid definitions: ``cases/*.toml`` -> validated :class:`Grid` -> :class:`Cell` list.
+
+A case file names the axes (models × objectives × searchers × budgets × seeds) and the
+settings shared by its cells. It is validated on load, and a bad file fails with the
+file, the field and what is allowed — a typo must never silently shrink a grid.
+
+    [grid]
+    name = "tiny"
+    models = ["tiny-llama3", "tiny-qwen3"]
+    objectives = ["ppl", "margin"]
+    searchers = ["oneshot", "greedy"]
+    budgets = [3, 5]
+    seeds = [0]
+    markers = ["tiny"]          # pytest markers for every cell (gpu, slow, tiny)
+    device = "cpu"              # "cuda" cells skip where no GPU is present
+    dtype = "float32"
+    batch_size = 8
+
+    [objective.ppl]             # objective parameters (sizes, datasets, seeds)
+    n_samples = 32
+
+    [searcher.ga]               # searcher hyper-parameters
+    max_evaluations = 120
+
+    [evaluation]                # depthprune.evaluate.EvalConfig fields
+    seq_len = 256
+
+    [tolerance]                 # how closely a cell must match its reference
+    calibration_loss_rel = 1e-4
+
+    [ci]
+    cells = ["tiny-llama3-ppl-greedy-M3"]   # the slice CI runs (others need --full-grid)
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from depthprune.evaluate import EvalConfig
+from depthprune.models import MODELS
+
+MARKERS = ("gpu", "slow", "tiny")
+
+
+class CaseFileError(ValueError):
+    """A case file is malformed; the message names file, field and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far a result may be from its reference and still pass."""
+
+    calibration_loss_rel: float = 1e-4  # relative, for the calibration loss
+    calibration_loss_abs: float = 1e-6
+    accuracy_abs: float = 0.02  # acc / acc_norm / avg_acc, absolute
+    perplexity_rel: float = 0.01  # *_ppl, relative
+    near_tie_rel: float = 1e-3  # a different removed set passes if its loss is this close
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One benchmark case: a model pruned by a searcher under an objective."""
+
+    grid: str
+    model: str
+    objective: str
+    search: str
+    budget: int
+    seed: int = 0
+
+    @property
+    def id(self) -> str:
+        suffix = f"-s{self.seed}" if self.seed else ""
+        return f"{self.model}-{self.objective}-{self.search}-M{self.budget}{suffix}"
+
+    @property
+    def group(self) -> str:
+        """Cells of one group share a loaded model, calibration data and prior."""
+        return f"{self.model}/{self.objective}"
+
+
+@dataclass(frozen=True)
+class Grid:
+    name: str
+    path: Path
+    models: tuple[str, ...]
+    objectives: tuple[str, ...]
+    searchers: tuple[str, ...]
+    budgets: tuple[int, ...]
+    seeds: tuple[int, ...] = (0,)
+    markers: tuple[str, ...] = ()
+    device: str = "auto"
+    dtype: str = "auto"
+    batch_size: int = 8
+    description: str = ""
+    objective_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    searcher_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    evaluation: dict[str, Any] = field(default_factory=dict)
+    tolerance: Tolerance = Tolerance()
+    ci_cells: tuple[str, ...] = ()
+
+    def cells(self) -> list[Cell]:
+        return [
+            Cell(self.name, m, o, s, b, seed)
+            for m in self.models
+            for o in self.objectives
+            for s in self.searchers
+            for b in self.budgets
+            for seed in self.seeds
+        ]
+
+    def eval_config(self, profile: str) -> EvalConfig:
+        return EvalConfig.for_profile(profile, **self.evaluation)
+
+
+_GRID_KEYS = {"name": str, "description": str, "models": list, "objectives": list, "searchers": list,
+              "budgets": list, "seeds": list, "markers": list, "device": str, "dtype": str, "batch_size": int}
+_REQUIRED = ("name", "models", "objectives", "searchers", "budgets")
+_SECTIONS = ("grid", "objective", "searcher", "evaluation", "tolerance", "ci")
+
+
+def _fail(path: Path, where: str, message: str) -> CaseFileError:
+    return CaseFileError(f"{path}: {where}: {message}")
+
+
+def _check_params(path: Path, section: str, name: str, params: Any, allowed: set[str]) -> dict[str, Any]:
+    where = f"[{section}.{name}]" if name else f"[{section}]"
+    if not isinstance(params, dict):
+        raise _fail(path, where, "must be a table of parameters")
+    unknown = sorted(set(params) - allowed)
+    if unknown:
+        raise _fail(path, f"{where} {unknown[0]}", f"unknown parameter; allowed: {', '.join(sorted(allowed))}")
+    return dict(params)
+
+
+def load_grid(path: str | Path) -> Grid:
+    """Read and validate one case file."""
+    from depthprune.objectives import OBJECTIVES
+    from depthprune.search import SEARCHERS
+
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise CaseFileError(f"{path}: no such case file") from None
+    except tomllib.TOMLDecodeError as err:
+        raise CaseFileError(f"{path}: not valid TOML: {err}") from None
+    for section in raw:
+        if section not in _SECTIONS:
+            raise _fail(path, f"[{section}]", f"unknown section; allowed: {', '.join(_SECTIONS)}")
+    g = raw.get("grid")
+    if not isinstance(g, dict):
+        raise _fail(path, "[grid]", "missing; it names the grid's axes")
+    for key, value in g.items():
+        if key not in _GRID_KEYS:
+            raise _fail(path, f"[grid] {key}", f"unknown field; allowed: {', '.join(_GRID_KEYS)}")
+        if not isinstance(value, _GRID_KEYS[key]) or isinstance(value, bool):
+            raise _fail(path, f"[grid] {key}", f"must be a {_GRID_KEYS[key].__name__}, got {value!r}")
+    for key in _REQUIRED:
+        if key not in g or (isinstance(g[key], list) and not g[key]):
+            raise _fail(path, f"[grid] {key}", "required and must not be empty")
+
+    def names(key: str, allowed: set[str] | tuple[str, ...]) -> tuple[str, ...]:
+        values = g.get(key, [])
+        for v in values:
+            if v not in allowed:
+                raise _fail(path, f"[grid] {key}", f"{v!r} is not allowed; allowed: {', '.join(sorted(allowed))}")
+        if len(set(values)) != len(values):
+            raise _fail(path, f"[grid] {key}", "has duplicates")
+        return tuple(values)
+
+    models = names("models", set(MODELS))
+    objectives = names("objectives", set(OBJECTIVES))
+    searchers = names("searchers", set(SEARCHERS))
+    markers = names("markers", MARKERS)
+    for key in ("budgets", "seeds"):
+        for v in g.get(key, []):
+            if not isinstance(v, int) or isinstance(v, bool) or v < (1 if key == "budgets" else 0):
+                raise _fail(path, f"[grid] {key}", f"{v!r} is not allowed; allowed: integers >= {1 if key == 'budgets' else 0}")
+    for m in models:
+        n = MODELS[m].n_layers
+        if n is not None and max(g["budgets"]) >= n:
+            raise _fail(path, "[grid] budgets", f"{max(g['budgets'])} is not allowed for {m} ({n} layers)")
+    if g.get("device", "auto") not in ("auto", "cpu", "cuda"):
+        raise _fail(path, "[grid] device", f"{g['device']!r} is not allowed; allowed: auto, cpu, cuda")
+
+    objective_params = {}
+    for name, params in raw.get("objective", {}).items():
+        if name not in OBJECTIVES:
+            raise _fail(path, f"[objective.{name}]", f"unknown objective; allowed: {', '.join(sorted(OBJECTIVES))}")
+        allowed = {f.name for f in fields(OBJECTIVES[name]) if not f.name.startswith("_")}
+        objective_params[name] = _check_params(path, "objective", name, params, allowed)
+    searcher_params = {}
+    for name, params in raw.get("searcher", {}).items():
+        if name not in SEARCHERS:
+            raise _fail(path, f"[searcher.{name}]", f"unknown searcher; allowed: {', '.join(sorted(SEARCHERS))}")
+        allowed = {f.name for f in fields(SEARCHERS[name])} - {"progress"}
+        searcher_params[name] = _check_params(path, "searcher", name, params, allowed)
+    evaluation = _check_params(path, "evaluation", "", raw.get("evaluation", {}),
+                               {f.name for f in fields(EvalConfig)})
+    if "tasks" in evaluation:
+        evaluation["tasks"] = tuple(evaluation["tasks"])
+    try:
+        EvalConfig.for_profile("paper", **evaluation)
+    except (TypeError, ValueError) as err:
+        raise _fail(path, "[evaluation]", str(err)) from None
+    tol_raw = _check_params(path, "tolerance", "", raw.get("tolerance", {}), {f.name for f in fields(Tolerance)})
+    for key, value in tol_raw.items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise _fail(path, f"[tolerance] {key}", f"must be a number >= 0, got {value!r}")
+    grid = Grid(
+        name=g["name"], path=path, models=models, objectives=objectives, searchers=searchers,
+        budgets=tuple(g["budgets"]), seeds=tuple(g.get("seeds", [0])), markers=markers,
+        device=g.get("device", "auto"), dtype=g.get("dtype", "auto"), batch_size=g.get("batch_size", 8),
+        description=g.get("description", ""), objective_params=objective_params,
+        searcher_params=searcher_params, evaluation=evaluation, tolerance=Tolerance(**tol_raw),
+    )
+    ci = _check_params(path, "ci", "", raw.get("ci", {}), {"cells"})
+    ids = {c.id for c in grid.cells()}
+    for cid in ci.get("cells", []):
+        if cid not in ids:
+            raise _fail(path, "[ci] cells", f"{cid!r} is not a cell of this grid")
+    return Grid(**{**grid.__dict__, "ci_cells": tuple(ci.get("cells", []))})
+
+
+def load_grids(directory: str | Path) -> list[Grid]:
+    """Every ``*.toml`` in ``directory``, sorted by name; grid names must be unique."""
+    grids = [load_grid(p) for p in sorted(Path(directory).glob("*.toml"))]
+    seen: dict[str, Path] = {}
+    for grid in grids:
+        if grid.name in seen:
+            raise CaseFileError(f"{grid.path}: [grid] name: {grid.name!r} is already used by {seen[grid.name]}")
+        seen[grid.name] = grid.path
+    return grids

@@ -1,0 +1,165 @@
+"""Reference results per cell, with tolerances, and the comparison that grid cells assert.
+
+Two kinds of reference, both written by code (never by hand), both recording provenance:
+
+* ``measured`` — written from a run with ``--update-reference``: the removed set, the
+  calibration loss and every metric, plus the tolerances of the grid's case file.
+  A result passes if its calibration loss is within tolerance and either its removed
+  set is the same (then every metric is compared) or it is a *near tie*: a different
+  set whose calibration loss is within ``near_tie_rel`` (then metrics are not compared,
+  since they belong to a different model, and the note says so).
+* ``public-source`` — what public material states about a paper cell, e.g. the paper's
+  text naming LLaMA3's perplexity-pruned cluster. It is loose by nature and says how
+  loose (a minimum Jaccard overlap), and where it comes from.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from depthprune.env import environment, git_revision, write_json_atomic
+from depthprune.grid.cases import Tolerance
+
+ACCURACY_SUFFIXES = ("_acc", "_acc_norm")
+
+
+def reference_path(ref_dir: str | Path, cell_id: str) -> Path:
+    return Path(ref_dir) / f"{cell_id}.json"
+
+
+def _comparable(metrics: dict[str, float]) -> dict[str, float]:
+    return {k: v for k, v in metrics.items() if not k.endswith("_stderr")}
+
+
+def make_reference(result: dict[str, Any], tolerance: Tolerance, command: str) -> dict[str, Any]:
+    return {
+        "cell": result["cell"],
+        "kind": "measured",
+        "removed": result["removed"],
+        "calibration_loss": result["calibration_loss"],
+        "metrics": _comparable(result["metrics"]),
+        "tolerance": asdict(tolerance),
+        "provenance": {
+            "written_by": command,
+            "from_result_fingerprint": result["fingerprint"],
+            "git_revision": git_revision(),
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "environment": result.get("environment", environment()),
+        },
+    }
+
+
+def write_reference(ref_dir: str | Path, reference: dict[str, Any]) -> Path:
+    path = reference_path(ref_dir, reference["cell"])
+    write_json_atomic(path, reference)
+    return path
+
+
+def read_reference(ref_dir: str | Path, cell_id: str) -> dict[str, Any] | None:
+    path = reference_path(ref_dir, cell_id)
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text())
+
+
+def jaccard(a: list[int], b: list[int]) -> float:
+    sa, sb = set(a), set(b)
+    return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
+
+
+def _metric_tolerance(name: str, tol: dict[str, float]) -> tuple[str, float]:
+    if name.endswith(ACCURACY_SUFFIXES) or name == "avg_acc":
+        return "abs", tol["accuracy_abs"]
+    return "rel", tol["perplexity_rel"]
+
+
+def compare(result: dict[str, Any], reference: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(problems, notes): the cell passes when ``problems`` is empty."""
+    problems: list[str] = []
+    notes: list[str] = []
+    got = sorted(result["removed"])
+    if reference.get("kind") == "public-source":
+        overlap = reference["removed_overlap"]
+        j = jaccard(got, overlap["layers"])
+        line = (f"removed {got} vs {reference['source']['what']} {overlap['layers']}: "
+                f"Jaccard {j:.2f} (needs >= {overlap['min_jaccard']})")
+        (problems if j < overlap["min_jaccard"] else notes).append(line)
+        return problems, notes
+
+    tol = {**asdict(Tolerance()), **reference.get("tolerance", {})}
+    want = sorted(reference["removed"])
+    ref_loss, loss = reference["calibration_loss"], result["calibration_loss"]
+    loss_ok = abs(loss - ref_loss) <= max(tol["calibration_loss_abs"], tol["calibration_loss_rel"] * abs(ref_loss))
+    same_set = got == want
+    if same_set and not loss_ok:
+        problems.append(f"calibration loss {loss:.6g} vs reference {ref_loss:.6g} "
+                        f"(Δ {loss - ref_loss:+.3g}; tolerance rel {tol['calibration_loss_rel']:g})")
+    if not same_set:
+        near = abs(loss - ref_loss) <= tol["near_tie_rel"] * max(abs(ref_loss), 1e-12)
+        line = (f"removed layers {got} vs reference {want} "
+                f"(calibration loss {loss:.6g} vs {ref_loss:.6g}, Δ {loss - ref_loss:+.3g}; "
+                f"near-tie tolerance rel {tol['near_tie_rel']:g})")
+        if near:
+            notes.append("accepted as a near tie: " + line + "; metrics not compared (different model)")
+        else:
+            problems.append(line)
+        return problems, notes
+    metrics = result["metrics"]
+    for name, ref_value in sorted(_comparable(reference["metrics"]).items()):
+        if name not in metrics:
+            problems.append(f"{name}: missing (reference {ref_value:.6g})")
+            continue
+        kind, t = _metric_tolerance(name, tol)
+        delta = metrics[name] - ref_value
+        bound = t if kind == "abs" else t * abs(ref_value)
+        if abs(delta) > bound:
+            problems.append(f"{name}: {metrics[name]:.6g} vs reference {ref_value:.6g} "
+                            f"(Δ {delta:+.4g}, tolerance {kind} {t:g})")
+    return problems, notes
+
+
+def format_failure(cell_id: str, problems: list[str], notes: list[str]) -> str:
+    lines = [f"{cell_id} does not match its reference:"] + [f"  - {p}" for p in problems]
+    lines += [f"  note: {n}" for n in notes]
+    lines.append("  (if the change is intended: rerun with --update-reference and commit reference/)")
+    return "\n".join(lines)
+
+
+# -- public-source references for paper cells ------------------------------------------------
+
+#: What public sources say about paper cells, quoted so that the claim can be checked.
+PUBLIC_SOURCES: list[dict[str, Any]] = [
+    {
+        "cells": [f"llama3-8b-ppl-{s}-M9" for s in ("oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs")],
+        "source": {
+            "citation": "Kim et al., Rethinking Layer Redundancy (arXiv 2604.24938), Sec. 5.1",
+            "quote": "Removals concentrated in contiguous mid-to-late layer clusters "
+                     "(e.g., layers 9-12 and 22-26 in LLaMA3).",
+            "what": "the paper's perplexity-pruned LLaMA3 cluster",
+            "caveat": "the text names the cluster, not per-searcher masks; 9 layers match M=9. "
+                      "Layer numbering assumed 0-based as in transformers.",
+        },
+        "removed_overlap": {"layers": [9, 10, 11, 12, 22, 23, 24, 25, 26], "min_jaccard": 0.5},
+    },
+]
+
+
+def write_public_references(ref_dir: str | Path) -> list[Path]:
+    """(Re)write every public-source reference; returns the paths written."""
+    written = []
+    for entry in PUBLIC_SOURCES:
+        for cell in entry["cells"]:
+            ref = {
+                "cell": cell,
+                "kind": "public-source",
+                "source": entry["source"],
+                "removed_overlap": entry["removed_overlap"],
+                "provenance": {"written_by": "depthprune.grid.reference.write_public_references "
+                                             "(from PUBLIC_SOURCES in that module)"},
+            }
+            written.append(write_reference(ref_dir, ref))
+    return written

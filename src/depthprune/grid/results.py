@@ -1,0 +1,103 @@
+"""The results store: one JSON file per cell, written atomically, read back with checks.
+
+Layout under a results directory (any number of them can be merged by the reporter):
+
+    <results>/<grid>/<cell-id>.json        one finished cell
+    <results>/<grid>/dense/<model>.json    the dense model's metrics and calibration losses
+    <results>/<grid>/eval-cache/           evaluation cache (by model + removed set)
+
+A cell's file appears only when the cell is finished (write-to-temp + rename), so a run
+killed at any moment leaves finished cells intact and no partial file; a rerun skips
+every cell whose file exists and whose *fingerprint* (the settings that produced it)
+still matches the case file, and redoes the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from depthprune.env import write_json_atomic
+
+SCHEMA = 1
+REQUIRED_FIELDS = ("schema", "cell", "grid", "model", "objective", "search", "budget", "seed", "removed",
+                   "calibration_loss", "metrics", "cost", "environment", "fingerprint")
+
+
+class ResultError(ValueError):
+    """A result file is unreadable or incomplete."""
+
+
+def fingerprint(settings: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def cell_path(results_dir: str | Path, grid: str, cell_id: str) -> Path:
+    return Path(results_dir) / grid / f"{cell_id}.json"
+
+
+def dense_path(results_dir: str | Path, grid: str, model: str) -> Path:
+    return Path(results_dir) / grid / "dense" / f"{model}.json"
+
+
+def read_result(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ResultError(f"{path}: not valid JSON ({err})") from None
+    missing = [k for k in REQUIRED_FIELDS if k not in data]
+    if missing:
+        raise ResultError(f"{path}: missing field(s) {', '.join(missing)}")
+    if data["schema"] != SCHEMA:
+        raise ResultError(f"{path}: schema {data['schema']} (this depthprune reads {SCHEMA})")
+    return data
+
+
+def write_result(path: str | Path, result: dict[str, Any]) -> None:
+    missing = [k for k in REQUIRED_FIELDS if k not in result]
+    if missing:
+        raise ResultError(f"refusing to write an incomplete result: missing {', '.join(missing)}")
+    write_json_atomic(path, result)
+
+
+def load_finished(path: Path, expected_fingerprint: str) -> dict[str, Any] | None:
+    """The stored result if it is complete and was made with the same settings, else None."""
+    if not path.is_file():
+        return None
+    try:
+        data = read_result(path)
+    except ResultError:
+        return None
+    return data if data.get("fingerprint") == expected_fingerprint else None
+
+
+def iter_results(dirs: Iterable[str | Path]) -> Iterator[dict[str, Any]]:
+    """Every cell result under ``dirs`` (recursively); a cell found twice keeps the newest."""
+    newest: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+    for d in dirs:
+        for path in sorted(Path(d).rglob("*.json")):
+            if path.parent.name in ("dense", "eval-cache") or path.name.startswith("."):
+                continue
+            try:
+                data = read_result(path)
+            except ResultError:
+                continue
+            key = (data["grid"], data["cell"])
+            stamp = path.stat().st_mtime
+            if key not in newest or stamp > newest[key][0]:
+                newest[key] = (stamp, data)
+    for _, data in sorted(newest.values(), key=lambda sd: (sd[1]["grid"], sd[1]["cell"])):
+        yield data
+
+
+def iter_dense(dirs: Iterable[str | Path]) -> Iterator[dict[str, Any]]:
+    for d in dirs:
+        for path in sorted(Path(d).rglob("dense/*.json")):
+            try:
+                yield json.loads(path.read_text())
+            except json.JSONDecodeError:
+                continue

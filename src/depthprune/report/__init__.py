@@ -1,0 +1,227 @@
+"""REPORT.md from any set of cell results: tables, correlations, overlaps, figures, claims.
+
+    depthprune report --results results/ [--results other-shard/] --out REPORT.md
+
+Results from several machines or shards merge (a cell found twice keeps the newest).
+Everything in the report is computed here from the result files; nothing is typed in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tabulate import tabulate
+
+from depthprune.evaluate import ZERO_SHOT_TASKS, headline
+from depthprune.grid.results import iter_dense, iter_results
+from depthprune.report import analysis as A
+
+TASK_SHORT = {"hellaswag": "HS", "winogrande": "WG", "arc_easy": "ARC-e", "arc_challenge": "ARC-c",
+              "piqa": "PIQA", "boolq": "BoolQ"}
+
+
+def _f(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def _layers(removed: Sequence[int]) -> str:
+    return ",".join(map(str, sorted(removed)))
+
+
+def condition_table(rows: list[dict[str, Any]], dense: dict[str, Any] | None) -> str:
+    headers = ["searcher", "removed", "calib loss", "Δ dense", "wiki2 ppl", "c4 ppl", "lambada ppl", "lambada acc",
+               *[f"{TASK_SHORT[t]} ({'n' if headline(t) == 'acc_norm' else 'a'})" for t in ZERO_SHOT_TASKS],
+               "avg acc", "evals", "layer-fwd", "search s"]
+    body = []
+    if dense is not None and dense.get("metrics"):
+        m = dense["metrics"]
+        obj = dense.get("objectives", {}).get(rows[0]["objective"], {})
+        body.append(["dense", "–", _f(obj.get("dense_calibration_loss"), 4), "–", _f(m.get("wikitext2_ppl"), 2),
+                     _f(m.get("c4_ppl"), 2), _f(m.get("lambada_ppl"), 2), _pct(m.get("lambada_acc")),
+                     *[_pct(m.get(f"{t}_{headline(t)}")) for t in ZERO_SHOT_TASKS], _pct(m.get("avg_acc")),
+                     "–", "–", "–"])
+    for r in rows:
+        m = r["metrics"]
+        body.append([
+            r["search"], _layers(r["removed"]), _f(r["calibration_loss"], 4),
+            _f(r["calibration_loss"] - r["dense_calibration_loss"], 4),
+            _f(m.get("wikitext2_ppl"), 2), _f(m.get("c4_ppl"), 2), _f(m.get("lambada_ppl"), 2),
+            _pct(m.get("lambada_acc")), *[_pct(m.get(f"{t}_{headline(t)}")) for t in ZERO_SHOT_TASKS],
+            _pct(m.get("avg_acc")), r["cost"]["evaluations"], r["cost"]["layer_forwards"],
+            _f(r["cost"]["search_seconds"], 1),
+        ])
+    return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def _env_summary(results: list[dict[str, Any]]) -> list[str]:
+    envs = Counter()
+    for r in results:
+        e = r.get("environment", {})
+        p = e.get("packages", {})
+        envs[(e.get("device", "?"), e.get("dtype", "?"), p.get("torch", "?"), p.get("transformers", "?"),
+              p.get("lm_eval", "?"), e.get("git_revision", "?"))] += 1
+    lines = []
+    for (device, dtype, torch_v, tf_v, lm_v, rev), n in envs.most_common():
+        lines.append(f"- {n} cells: device `{device}`, dtype `{dtype}`, torch {torch_v}, transformers {tf_v}, "
+                     f"lm-eval {lm_v}, depthprune revision `{rev[:12]}`")
+    return lines
+
+
+def _spearman_section(conds) -> list[str]:
+    rows = []
+    for (grid, model, objective, budget), rs in conds.items():
+        c = A.alignment(rs)
+        if c is None:
+            continue
+        rows.append([grid, model, objective, budget, _f(c.rho, 2), _f(c.p_value, 3),
+                     f"[{_f(c.ci_low, 2)}, {_f(c.ci_high, 2)}]", c.n, c.distinct, c.note])
+    if not rows:
+        return ["No condition has three or more solutions with accuracies."]
+    return [
+        "ρ = Spearman(−calibration loss, average zero-shot accuracy) across the searchers' solutions of a "
+        "condition; positive = the better-calibrated solution is also the more accurate one. p-value from "
+        f"scipy's spearmanr; 95% interval from a paired percentile bootstrap (1000 resamples, seed 0). "
+        f"With fewer than {A.MIN_DISTINCT_FOR_SPEARMAN} distinct solutions the number means little, and the "
+        "note says so.",
+        "",
+        tabulate(rows, headers=["grid", "model", "objective", "M", "ρ", "p", "95% CI", "n", "distinct", "note"],
+                 tablefmt="github", disable_numparse=True),
+    ]
+
+
+def _overlap_section(conds) -> list[str]:
+    lines = ["Mean pairwise Jaccard overlap of removed sets across searchers (within an objective), and "
+             "Jaccard between the two objectives' sets for the same searcher.", ""]
+    within = []
+    for (grid, model, objective, budget), rs in conds.items():
+        within.append([grid, model, objective, budget, len(rs),
+                       _f(A.mean_pairwise_jaccard([r["removed"] for r in rs]), 2),
+                       _f(sum(A.contiguity(r["removed"]) for r in rs) / len(rs), 2),
+                       _f(sum(A.relative_depth(r["removed"], r["n_layers"]) for r in rs) / len(rs), 2)])
+    lines.append(tabulate(within, headers=["grid", "model", "objective", "M", "searchers", "mean Jaccard",
+                                           "contiguity", "mean depth"], tablefmt="github", disable_numparse=True))
+    pairs: dict[tuple[str, str, int], dict[str, dict[str, list[int]]]] = defaultdict(lambda: defaultdict(dict))
+    for (grid, model, objective, budget), rs in conds.items():
+        for r in rs:
+            pairs[(grid, model, budget)][r["search"]][objective] = r["removed"]
+    across = []
+    for (grid, model, budget), by_search in sorted(pairs.items()):
+        for search, objs in sorted(by_search.items(), key=lambda kv: A.searcher_rank(kv[0])):
+            if {"ppl", "margin"} <= set(objs):
+                across.append([grid, model, budget, search, _layers(objs["ppl"]), _layers(objs["margin"]),
+                               _f(A.jaccard(objs["ppl"], objs["margin"]), 2)])
+    if across:
+        lines += ["", tabulate(across, headers=["grid", "model", "M", "searcher", "ppl removes", "margin removes",
+                                                "Jaccard"], tablefmt="github", disable_numparse=True)]
+    lines += ["", "contiguity = share of removed layers with a removed neighbour; mean depth = mean position of "
+                  "removed layers (0 = first block, 1 = last)."]
+    return lines
+
+
+def _variance_section(conds) -> list[str]:
+    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
+    for (grid, model, objective, budget), rs in conds.items():
+        groups[(grid, model, budget)].extend(rs)
+    rows = []
+    for (grid, model, budget), rs in sorted(groups.items()):
+        for metric, label, transform in (("c4_ppl", "log C4 perplexity", math.log),
+                                         ("avg_acc", "avg accuracy", lambda v: v)):
+            vs = A.variance_shares(rs, metric, transform)
+            if vs is not None:
+                rows.append([grid, model, budget, label, _f(vs.objective, 2), _f(vs.searcher, 2),
+                             _f(vs.residual, 2), vs.n])
+    if not rows:
+        return ["Needs both objectives and at least two common searchers in a condition."]
+    return ["Share of variance across the (objective × searcher) solutions of a model and budget explained by "
+            "the objective and by the searcher (two-way decomposition without replication; the remainder is "
+            "their interaction). Perplexity is the evaluated C4 perplexity, comparable across objectives.", "",
+            tabulate(rows, headers=["grid", "model", "M", "metric", "objective", "searcher", "interaction", "n"],
+                     tablefmt="github", disable_numparse=True)]
+
+
+def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.md",
+                 figures_dir: str | Path | None = None, command: str = "depthprune report") -> Path:
+    dirs = [Path(d) for d in results_dirs]
+    results = list(iter_results(dirs))
+    dense = {(d["grid"], d["model"]): d for d in iter_dense(dirs)}
+    out = Path(out)
+    figures = Path(figures_dir) if figures_dir is not None else out.parent / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    conds = A.by_condition(results)
+    grids = sorted({r["grid"] for r in results})
+    lines = [
+        "# depthprune report",
+        "",
+        "Generated by the reporter from the cell result files; do not edit by hand. Regenerate with:",
+        "",
+        "```bash",
+        command,
+        "```",
+        "",
+        f"{len(results)} cell results from {', '.join(f'`{d}`' for d in dirs)}; grids: "
+        f"{', '.join(grids) or 'none'}.",
+        "",
+    ]
+    lines += ["## The paper's claims", ""]
+    for v in (A.verdict_structure(conds), A.verdict_alignment(conds), A.verdict_search(conds)):
+        lines += [f"- **{v.verdict.upper()}** — {v.claim}"] + [f"  - {e}" for e in v.evidence] + [""]
+    if "paper" not in grids:
+        lines += [
+            "## Paper grid (llama3-8b, llama3.1-8b, qwen3-8b)",
+            "",
+            "**Not run here**: this machine has no GPU and no access to the weights. The verdicts above are "
+            "measured on the tiny grid only. To run the paper grid on a GPU runner with the weights in the "
+            "Hugging Face cache (or `DEPTHPRUNE_MODELS_DIR`) and the datasets reachable:",
+            "",
+            "```bash",
+            "DEPTHPRUNE_TORCH=torch tox -e full-grid            # or, in an environment with depthprune[all]:",
+            "pytest bench --grid paper -n $(nvidia-smi -L | wc -l) --dist loadgroup --results results/",
+            "depthprune report --results results/ --out REPORT.md",
+            "```",
+            "",
+            "Shards of a cluster job array: `pytest bench --grid paper --shard K/N --results shard-K/`, then "
+            "`depthprune report --results shard-*/`.",
+            "",
+        ]
+    lines += ["## Results per model, objective and budget", "",
+              "Accuracies in %, headline metric per task (n = acc_norm, a = acc); avg acc = mean of the six. "
+              "Costs are the searcher's own: evaluations of distinct sets and layer-forwards (one block over "
+              "the whole calibration set = 1); the shared single-layer prior (L evaluations per model and "
+              "objective) is paid once and not counted per searcher.", ""]
+    for (grid, model, objective, budget), rows in conds.items():
+        n_layers = rows[0]["n_layers"]
+        lines += [f"### {model} · {objective} · M={budget} ({grid} grid, {n_layers} layers)", "",
+                  condition_table(rows, dense.get((grid, model))), ""]
+    lines += ["## Calibration loss vs accuracy (Spearman)", "", *_spearman_section(conds), ""]
+    lines += ["## Overlap of removed sets", "", *_overlap_section(conds), ""]
+    lines += ["## Objective vs searcher: shares of variance", "", *_variance_section(conds), ""]
+    lines += ["## Figures", ""]
+    for path in figures_for(conds, figures, grids):
+        lines.append(f"![{path.stem}]({path.relative_to(out.parent) if path.is_relative_to(out.parent) else path})")
+    lines += ["", "## Environment", "", "Cells by the environment that produced them:", "",
+              *_env_summary(results), ""]
+    out.write_text("\n".join(lines))
+    return out
+
+
+def figures_for(conds, figures: Path, grids: list[str]) -> list[Path]:
+    from depthprune.report.figures import cost_quality, removal_heatmaps
+
+    paths = removal_heatmaps(conds, figures)
+    for grid in grids:
+        p = cost_quality(conds, figures, grid)
+        if p is not None:
+            paths.append(p)
+    return paths

@@ -1,0 +1,95 @@
+"""Case files: the shipped grids load; bad files fail naming file, field and what is allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from depthprune.grid.cases import CaseFileError, load_grid, load_grids
+
+ROOT = Path(__file__).resolve().parent.parent
+
+GOOD = """
+[grid]
+name = "t"
+models = ["tiny-llama3"]
+objectives = ["ppl", "margin"]
+searchers = ["oneshot", "greedy"]
+budgets = [3, 5]
+markers = ["tiny"]
+[objective.ppl]
+n_samples = 8
+[searcher.greedy]
+max_evaluations = 50
+[evaluation]
+seq_len = 64
+[ci]
+cells = ["tiny-llama3-ppl-greedy-M3"]
+"""
+
+
+def _write(tmp_path, text, name="g.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_shipped_grids_load():
+    grids = {g.name: g for g in load_grids(ROOT / "cases")}
+    paper = grids["paper"]
+    assert len(paper.cells()) == 84
+    assert paper.cells()[0].id == "llama3-8b-ppl-oneshot-M7"
+    assert {"gpu", "slow"} <= set(paper.markers)
+
+
+def test_good_file_and_cell_ids(tmp_path):
+    grid = load_grid(_write(tmp_path, GOOD))
+    ids = [c.id for c in grid.cells()]
+    assert len(ids) == 8 and "tiny-llama3-margin-oneshot-M5" in ids
+    assert grid.ci_cells == ("tiny-llama3-ppl-greedy-M3",)
+    assert grid.objective_params == {"ppl": {"n_samples": 8}}
+    assert grid.eval_config("tiny").seq_len == 64
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        ('searchers = ["oneshot", "greedy"]', 'searchers = ["oneshot", "gredy"]',
+         r"\[grid\] searchers: 'gredy' is not allowed; allowed: .*greedy"),
+        ('models = ["tiny-llama3"]', 'models = ["llama4"]', r"\[grid\] models: 'llama4' is not allowed"),
+        ("budgets = [3, 5]", "budgets = [3, -1]", r"\[grid\] budgets: -1 is not allowed"),
+        ("budgets = [3, 5]", 'budgets = "3"', r"\[grid\] budgets: must be a list"),
+        ('markers = ["tiny"]', 'markers = ["huge"]', r"\[grid\] markers: 'huge' is not allowed; allowed: gpu, slow, tiny"),
+        ("n_samples = 8", "n_sample = 8", r"\[objective.ppl\] n_sample: unknown parameter; allowed: .*n_samples"),
+        ("max_evaluations = 50", "beam_width = 2", r"\[searcher.greedy\] beam_width: unknown parameter"),
+        ("seq_len = 64", "seqlen = 64", r"\[evaluation\] seqlen: unknown parameter"),
+        ('cells = ["tiny-llama3-ppl-greedy-M3"]', 'cells = ["tiny-llama3-ppl-greedy-M4"]',
+         r"\[ci\] cells: 'tiny-llama3-ppl-greedy-M4' is not a cell"),
+        ("[grid]", "[grids]", r"\[grids\]: unknown section"),
+        ('name = "t"', "", r"\[grid\] name: required"),
+    ],
+)
+def test_bad_files_say_where_and_what(tmp_path, old, new, message):
+    path = _write(tmp_path, GOOD.replace(old, new))
+    with pytest.raises(CaseFileError, match=message) as err:
+        load_grid(path)
+    assert str(path) in str(err.value)
+
+
+def test_budget_must_fit_the_model(tmp_path):
+    text = GOOD.replace('models = ["tiny-llama3"]', 'models = ["llama3-8b"]').replace("[3, 5]", "[7, 32]")
+    text = text.replace('cells = ["tiny-llama3-ppl-greedy-M3"]', "")
+    with pytest.raises(CaseFileError, match="32 is not allowed for llama3-8b"):
+        load_grid(_write(tmp_path, text))
+
+
+def test_not_toml_and_duplicate_names(tmp_path):
+    with pytest.raises(CaseFileError, match="not valid TOML"):
+        load_grid(_write(tmp_path, "[grid\nname="))
+    d = tmp_path / "two"
+    d.mkdir()
+    _write(d, GOOD, "a.toml")
+    _write(d, GOOD, "b.toml")
+    with pytest.raises(CaseFileError, match="already used"):
+        load_grids(d)

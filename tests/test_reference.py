@@ -1,0 +1,64 @@
+"""Reference comparison: exact sets, near ties, tolerances, public-source overlaps."""
+
+from __future__ import annotations
+
+import json
+
+from depthprune.grid.cases import Tolerance
+from depthprune.grid.reference import (
+    compare,
+    format_failure,
+    make_reference,
+    read_reference,
+    write_public_references,
+    write_reference,
+)
+
+
+def _result(removed, loss, **metrics):
+    return {"cell": "m-ppl-greedy-M2", "removed": removed, "calibration_loss": loss, "fingerprint": "f",
+            "metrics": {"wikitext2_ppl": 20.0, "hellaswag_acc_norm": 0.5, "avg_acc": 0.55,
+                        "hellaswag_acc_stderr": 0.03, **metrics}, "environment": {}}
+
+
+def test_identical_result_passes_and_reference_roundtrips(tmp_path):
+    ref = make_reference(_result([3, 7], 2.0), Tolerance(), "test")
+    assert "hellaswag_acc_stderr" not in ref["metrics"] and ref["provenance"]["written_by"] == "test"
+    write_reference(tmp_path, ref)
+    assert read_reference(tmp_path, "m-ppl-greedy-M2") == json.loads(json.dumps(ref))
+    assert compare(_result([3, 7], 2.0), ref) == ([], [])
+    assert read_reference(tmp_path, "absent") is None
+
+
+def test_metric_out_of_tolerance_is_named_with_delta():
+    ref = make_reference(_result([3, 7], 2.0), Tolerance(accuracy_abs=0.02, perplexity_rel=0.01), "t")
+    problems, _ = compare(_result([3, 7], 2.0, hellaswag_acc_norm=0.45, wikitext2_ppl=20.1), ref)
+    assert len(problems) == 1 and problems[0].startswith("hellaswag_acc_norm: 0.45 vs reference 0.5")
+    assert "tolerance abs 0.02" in problems[0]
+    text = format_failure("m-ppl-greedy-M2", problems, [])
+    assert "--update-reference" in text
+
+
+def test_near_tie_accepted_far_set_rejected():
+    ref = make_reference(_result([3, 7], 2.0), Tolerance(near_tie_rel=1e-3), "t")
+    problems, notes = compare(_result([3, 8], 2.0015, avg_acc=0.1), ref)
+    assert problems == [] and "near tie" in notes[0] and "metrics not compared" in notes[0]
+    problems, _ = compare(_result([3, 8], 2.1), ref)
+    assert problems and "removed layers [3, 8] vs reference [3, 7]" in problems[0]
+
+
+def test_same_set_different_loss_fails():
+    ref = make_reference(_result([3, 7], 2.0), Tolerance(calibration_loss_rel=1e-4), "t")
+    problems, _ = compare(_result([3, 7], 2.01), ref)
+    assert problems and problems[0].startswith("calibration loss")
+
+
+def test_public_source_references(tmp_path):
+    paths = write_public_references(tmp_path)
+    assert len(paths) == 7
+    ref = read_reference(tmp_path, "llama3-8b-ppl-greedy-M9")
+    assert ref["kind"] == "public-source" and "2604.24938" in ref["source"]["citation"]
+    good = _result([9, 10, 11, 12, 22, 23, 24, 25, 27], 1.0)
+    bad = _result([0, 1, 2, 3, 4, 5, 6, 7, 8], 1.0)
+    assert compare(good, ref)[0] == []
+    assert compare(bad, ref)[0] and "Jaccard 0.00" in compare(bad, ref)[0][0]
