@@ -145,6 +145,7 @@ class ModelSession:
             "objective_params": info["objective_params"],
             "calibration_protocol": info["calibration_protocol"],
             "search_params": result.params,
+            "search_info": result.info,
             "evaluation_protocol": evaluation.protocol,
             "cost": {
                 "evaluations": result.evaluations,
