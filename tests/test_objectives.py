@@ -42,10 +42,11 @@ def _mean_answer_logprob(model, tok, prompt, choice):
     return sum(logp[len(ctx) - 1 + t, a].item() for t, a in enumerate(ans)) / len(ans)
 
 
+@pytest.mark.parametrize("share", [True, False], ids=["shared-prompt", "one-sequence-per-option"])
 @pytest.mark.parametrize("removed", [(), (1, 3)])
-def test_margin_matches_unbatched_reference(commonsense_file, removed):
+def test_margin_matches_unbatched_reference(commonsense_file, removed, share):
     model, tok = random_model("llama", n_layers=5), char_tokenizer()
-    objective = make_objective("margin", "paper", n_items=10, max_len=512)
+    objective = make_objective("margin", "paper", n_items=10, max_len=512, share_prompt=share)
     scorer = Scorer(model, objective.prepare(tok, "paper", batch_size=4), objective)
     items = load_choice_items(source_for("commonsense170k", "paper"), 10, seed=0)
     margins = []
@@ -57,6 +58,13 @@ def test_margin_matches_unbatched_reference(commonsense_file, removed):
     assert abs(expected) > 1e-3  # the options differ, so the margin is informative
     # absolute: a margin is a difference of log-probs of size ~3, batched vs unbatched fp32
     assert scorer(removed) == pytest.approx(expected, abs=1e-7)
+
+
+def test_shared_prompt_refused_beyond_a_sliding_window(commonsense_file):
+    model, tok = random_model("qwen3", n_layers=4), char_tokenizer()  # sliding window of 16 tokens
+    objective = make_objective("margin", "paper", n_items=4, max_len=512)
+    with pytest.raises(ValueError, match="sliding window"):
+        Scorer(model, objective.prepare(tok, "paper", batch_size=4), objective)
 
 
 def test_margin_refuses_to_truncate(commonsense_file):

@@ -57,7 +57,7 @@ def gate_gradient(scorer: Scorer, removed: frozenset[int]) -> torch.Tensor:
         with torch.no_grad():
             stats = []
             for batch in scorer.batches:
-                out = scorer.decoder.owner(input_ids=batch.input_ids.to(scorer.device), use_cache=False)
+                out = scorer.decoder.owner(**batch.model_inputs(scorer.device), use_cache=False)
                 stats.append(objective.batch_stats(out.last_hidden_state, batch, head))
         leaves = [s.detach().clone().requires_grad_(True) for s in stats]
         weights = torch.autograd.grad(objective.reduce(leaves), leaves, allow_unused=True)
@@ -65,7 +65,7 @@ def gate_gradient(scorer: Scorer, removed: frozenset[int]) -> torch.Tensor:
         for batch, w in zip(scorer.batches, weights):
             if w is None:
                 continue
-            out = scorer.decoder.owner(input_ids=batch.input_ids.to(scorer.device), use_cache=False)
+            out = scorer.decoder.owner(**batch.model_inputs(scorer.device), use_cache=False)
             s = objective.batch_stats(out.last_hidden_state, batch, head)
             (s * w.to(s.dtype)).sum().backward()
     finally:

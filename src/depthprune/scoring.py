@@ -174,6 +174,7 @@ class Scorer:
         self.prefix_cache = prefix_cache
         self.cache = StateCache(cache_bytes if cache_bytes is not None else _default_cache_bytes(self.device),
                                 keep_best)
+        self._check_custom_masks()
         self.stats = ScorerStats()
         self.memo: dict[frozenset[int], float] = {}
         self._inject: torch.Tensor | None = None
@@ -267,7 +268,7 @@ class Scorer:
                 for m in indices:
                     batch = self.batches[m]
                     self._inject = entry.states[m] if entry is not None else None
-                    out = self.decoder.owner(input_ids=batch.input_ids.to(self.device), use_cache=False)
+                    out = self.decoder.owner(**batch.model_inputs(self.device), use_cache=False)
                     hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
                     if hidden_sink is not None:
                         hidden_sink.append(hidden)
@@ -317,6 +318,20 @@ class Scorer:
                 sink.append(state)
 
         return hook
+
+    def _check_custom_masks(self) -> None:
+        """A custom 4D mask replaces the model's own, sliding windows included: refuse
+        batches longer than a sliding window rather than silently attend too far."""
+        window = getattr(self.model.config, "sliding_window", None)
+        types = getattr(self.model.config, "layer_types", None)
+        if window is None or (types is not None and "sliding_attention" not in types):
+            return
+        for batch in self.batches:
+            if "attention_mask" in batch.forward_kwargs and batch.input_ids.shape[1] > window:
+                raise ValueError(
+                    f"{self.objective.name}: packed sequences of {batch.input_ids.shape[1]} tokens exceed the "
+                    f"model's sliding window ({window}); use the objective's share_prompt=False"
+                )
 
     # -- start-up self-check -------------------------------------------------------------
     def _verify(self) -> None:

@@ -28,6 +28,11 @@ class Batch:
 
     input_ids: torch.Tensor  # [b, t] long, on CPU until the engine moves it
     payload: dict[str, Any] = field(default_factory=dict)
+    #: extra keyword arguments of the model's forward (e.g. a 4D attention mask, position ids)
+    forward_kwargs: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def model_inputs(self, device: torch.device | str) -> dict[str, torch.Tensor]:
+        return {"input_ids": self.input_ids.to(device), **{k: v.to(device) for k, v in self.forward_kwargs.items()}}
 
 
 class OutputHead:

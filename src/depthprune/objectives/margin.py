@@ -34,63 +34,64 @@ class MarginObjective(Objective):
     n_items: int = 128
     seed: int = 0
     max_len: int = 2048
+    share_prompt: bool = True
     _protocol: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def params(self) -> dict[str, Any]:
-        return {"dataset": self.dataset, "n_items": self.n_items, "seed": self.seed, "max_len": self.max_len}
+        return {"dataset": self.dataset, "n_items": self.n_items, "seed": self.seed, "max_len": self.max_len,
+                "share_prompt": self.share_prompt}
 
     def prepare(self, tokenizer, profile: str, batch_size: int) -> list[Batch]:
         source = source_for(self.dataset, profile)
         items = load_choice_items(source, self.n_items, self.seed)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        seqs: list[tuple[list[int], int, float]] = []  # ids, n_answer_tokens, weight
         n = len(items)
+        rows: list[_Row] = []
         too_long = []
         for idx, item in enumerate(items):
             context = tokenizer(item.prompt)["input_ids"]
             k = len(item.choices)
+            answers = []
             for j, choice in enumerate(item.choices):
                 answer = tokenizer(choice, add_special_tokens=False)["input_ids"]
                 if not answer:
                     raise ValueError(f"item {idx}: option {choice!r} tokenises to nothing")
-                ids = context + answer
-                if len(ids) > self.max_len:
-                    too_long.append((idx, len(ids)))
-                weight = -(k - 1) / n if j == item.gold else 1.0 / n
-                seqs.append((ids, len(answer), weight))
+                answers.append((answer, -(k - 1) / n if j == item.gold else 1.0 / n))
+            if self.share_prompt:
+                rows.append(_Row(context, answers))
+            else:
+                rows.extend(_Row(context, [a]) for a in answers)
+            longest = len(context) + (sum(len(a) for a, _ in answers) if self.share_prompt
+                                      else max(len(a) for a, _ in answers))
+            if longest > self.max_len:
+                too_long.append((idx, longest))
         if too_long:
             raise ValueError(
                 f"{len(too_long)} margin item(s) exceed max_len={self.max_len} tokens "
                 f"(first: item {too_long[0][0]} with {too_long[0][1]}); raise max_len or choose other items"
             )
-        order = sorted(range(len(seqs)), key=lambda i: (-len(seqs[i][0]), i))  # similar lengths together
-        batches = []
-        for start in range(0, len(order), batch_size):
-            chunk = [seqs[i] for i in order[start : start + batch_size]]
-            width = max(len(ids) for ids, _, _ in chunk)
-            input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-            answer_mask = torch.zeros((len(chunk), width - 1), dtype=torch.bool)  # predicts token t+1
-            for row, (ids, n_answer, _w) in enumerate(chunk):
-                input_ids[row, : len(ids)] = torch.tensor(ids)
-                answer_mask[row, len(ids) - 1 - n_answer : len(ids) - 1] = True
-            weights = torch.tensor([w for _, _, w in chunk], dtype=torch.float64)
-            batches.append(Batch(input_ids, {"answer_mask": answer_mask, "weights": weights}))
+        order = sorted(range(len(rows)), key=lambda i: (-rows[i].length, i))  # similar lengths together
+        batches = [_pack([rows[i] for i in order[s : s + batch_size]], pad, self.share_prompt)
+                   for s in range(0, len(order), batch_size)]
         self._protocol = {
-            "source": source.describe(), "n_items": n, "n_sequences": len(seqs), "seed": self.seed,
-            "options_per_item": sorted({len(it.choices) for it in items}),
-            "scored_tokens": "the option label's tokens after '<instruction>\\n\\nthe correct answer is'",
+            "source": source.describe(), "n_items": n, "n_options": sum(len(r.answers) for r in rows),
+            "seed": self.seed, "options_per_item": sorted({len(it.choices) for it in items}),
+            "scored_tokens": "the option label's tokens after '<instruction>\n\nthe correct answer is'",
             "aggregation": "mean log-prob per option; margin = sum_{j!=gold}(l_gold - l_j); loss = -mean margin",
+            "shared_prompt": self.share_prompt,
+            "tokens_per_pass": sum(b.input_ids.numel() for b in batches),
         }
         return batches
 
     def option_logprobs(self, hidden: torch.Tensor, batch: Batch, head: OutputHead) -> torch.Tensor:
-        """ℓ for every sequence of the batch: mean log-prob of its answer tokens."""
-        ids = batch.input_ids.to(hidden.device)
-        mask = batch.payload["answer_mask"].to(hidden.device)
-        rows, cols = mask.nonzero(as_tuple=True)
-        logp = head.target_logprobs(hidden[rows, cols], ids[rows, cols + 1]).double()
-        sums = torch.zeros(ids.shape[0], dtype=torch.float64, device=hidden.device).index_add(0, rows, logp)
-        return sums / mask.sum(1).double()
+        """ℓ for every option of the batch (in packing order): mean log-prob of its tokens."""
+        p = batch.payload
+        rows, cols = p["rows"].to(hidden.device), p["cols"].to(hidden.device)
+        logp = head.target_logprobs(hidden[rows, cols], p["targets"].to(hidden.device)).double()
+        option = p["option"].to(hidden.device)
+        sums = torch.zeros(len(p["weights"]), dtype=torch.float64, device=hidden.device).index_add(0, option, logp)
+        counts = torch.zeros_like(sums).index_add(0, option, torch.ones_like(logp))
+        return sums / counts
 
     def batch_stats(self, hidden: torch.Tensor, batch: Batch, head: OutputHead) -> torch.Tensor:
         ell = self.option_logprobs(hidden, batch, head)
@@ -103,4 +104,58 @@ class MarginObjective(Objective):
         return dict(self._protocol)
 
 
+@dataclass
+class _Row:
+    """One packed sequence: a prompt and the options scored after it."""
+
+    context: list[int]
+    answers: list[tuple[list[int], float]]  # (tokens, loss weight)
+
+    @property
+    def length(self) -> int:
+        return len(self.context) + sum(len(a) for a, _ in self.answers)
+
+
+def _pack(rows: list[_Row], pad: int, shared: bool) -> Batch:
+    """Right-padded batch; with ``shared``, all options of an item follow one copy of its prompt.
+
+    Shared layout: [prompt | option 1 | option 2 | ...]. Option tokens see the prompt and
+    their own earlier tokens only (a 4D boolean mask), and their positions continue from
+    the prompt, so each option is computed exactly as if it followed the prompt alone; the
+    prompt's states are computed once instead of once per option.
+    """
+    width = max(r.length for r in rows)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    positions = torch.zeros((len(rows), width), dtype=torch.long)
+    mask = torch.zeros((len(rows), 1, width, width), dtype=torch.bool)
+    pos_rows, pos_cols, targets, option, weights = [], [], [], [], []
+    for r, row in enumerate(rows):
+        P = len(row.context)
+        ids[r, :P] = torch.tensor(row.context)
+        positions[r, :P] = torch.arange(P)
+        mask[r, 0, :P, :P] = torch.ones(P, P, dtype=torch.bool).tril()
+        start = P
+        for answer, weight in row.answers:
+            A = len(answer)
+            ids[r, start : start + A] = torch.tensor(answer)
+            positions[r, start : start + A] = torch.arange(P, P + A)
+            mask[r, 0, start : start + A, :P] = True
+            mask[r, 0, start : start + A, start : start + A] = torch.ones(A, A, dtype=torch.bool).tril()
+            # token t of the option is predicted by the state before it: the prompt's last
+            # token for t = 0, else the option's own token t - 1
+            pos_rows += [r] * A
+            pos_cols += [P - 1] + list(range(start, start + A - 1))
+            targets += answer
+            option += [len(weights)] * A
+            weights.append(weight)
+            start += A
+        for t in range(start, width):  # padding attends to itself only (a row is never all-masked)
+            mask[r, 0, t, t] = True
+    payload = {"rows": torch.tensor(pos_rows), "cols": torch.tensor(pos_cols), "targets": torch.tensor(targets),
+               "option": torch.tensor(option), "weights": torch.tensor(weights, dtype=torch.float64)}
+    forward = {"attention_mask": mask, "position_ids": positions} if shared else {}
+    return Batch(ids, payload, forward)
+
+
 OBJECTIVE = MarginObjective
+
