@@ -39,8 +39,27 @@ def _gate_hook(gates: torch.Tensor, i: int):
     return hook
 
 
-def gate_gradient(scorer: Scorer, removed: frozenset[int]) -> torch.Tensor:
+def reduce_weights(scorer: Scorer) -> list[torch.Tensor | None]:
+    """d(loss)/d(stats) per micro-batch, from one dense pass.
+
+    Objectives are linear in their statistics with coefficients that do not depend on
+    the model (token counts, item counts), so these weights hold for every removal set.
+    """
+    with torch.no_grad():
+        stats = []
+        for batch in scorer.batches:
+            out = scorer.decoder.owner(**batch.model_inputs(scorer.device), use_cache=False)
+            stats.append(scorer.objective.batch_stats(out.last_hidden_state, batch, scorer.head))
+    scorer.stats.layer_forwards += scorer.n_layers
+    leaves = [s.detach().clone().requires_grad_(True) for s in stats]
+    return list(torch.autograd.grad(scorer.objective.reduce(leaves), leaves, allow_unused=True))
+
+
+def gate_gradient(scorer: Scorer, removed: frozenset[int],
+                  weights: list[torch.Tensor | None] | None = None) -> torch.Tensor:
     """∂loss/∂x (x = 1 − gates) at the removal vector of ``removed``: [L] float64."""
+    if weights is None:
+        weights = reduce_weights(scorer)
     model, L = scorer.model, scorer.n_layers
     gates = torch.ones(L, dtype=torch.float32, device=scorer.device)
     for i in removed:
@@ -53,15 +72,7 @@ def gate_gradient(scorer: Scorer, removed: frozenset[int]) -> torch.Tensor:
     for p in trainable:  # only the gates need gradients
         p.requires_grad_(False)
     try:
-        # Pass 1: the statistics, to get d(loss)/d(stats) for each micro-batch.
-        with torch.no_grad():
-            stats = []
-            for batch in scorer.batches:
-                out = scorer.decoder.owner(**batch.model_inputs(scorer.device), use_cache=False)
-                stats.append(objective.batch_stats(out.last_hidden_state, batch, head))
-        leaves = [s.detach().clone().requires_grad_(True) for s in stats]
-        weights = torch.autograd.grad(objective.reduce(leaves), leaves, allow_unused=True)
-        # Pass 2: backpropagate each micro-batch with its weight (exact: reduce is linear).
+        # Backpropagate each micro-batch with its weight (exact: reduce is linear).
         for batch, w in zip(scorer.batches, weights):
             if w is None:
                 continue
@@ -73,7 +84,7 @@ def gate_gradient(scorer: Scorer, removed: frozenset[int]) -> torch.Tensor:
             h.remove()
         for p in trainable:
             p.requires_grad_(True)
-    scorer.stats.layer_forwards += 2 * L
+    scorer.stats.layer_forwards += L
     scorer.stats.layer_backwards += L
     return -gates.grad.detach().double().cpu()
 
@@ -83,10 +94,11 @@ def quadratic_energy(scorer: Scorer) -> tuple[list[float], list[list[float]]]:
     L = scorer.n_layers
     base = scorer(frozenset())
     h = [scorer(frozenset([i])) - base for i in range(L)]
-    g0 = gate_gradient(scorer, frozenset())
+    weights = reduce_weights(scorer)
+    g0 = gate_gradient(scorer, frozenset(), weights)
     J = torch.zeros(L, L, dtype=torch.float64)
     for j in range(L):
-        J[:, j] = (gate_gradient(scorer, frozenset([j])) - g0) / 2
+        J[:, j] = (gate_gradient(scorer, frozenset([j]), weights) - g0) / 2
     J = (J + J.T) / 2
     J.fill_diagonal_(0.0)
     return h, J.tolist()
