@@ -46,13 +46,19 @@ def cell_device(grid: Grid, preferred: str | None = None) -> str:
     return grid.device
 
 
-def check_runnable(grid: Grid, cell: Cell) -> None:
-    """Raise CellSkipped with the reason if the cell cannot run on this machine."""
-    cell_device(grid)
+def check_runnable(grid: Grid, cell: Cell, device: str | None = None) -> None:
+    """Raise CellSkipped with every reason the cell cannot run on this machine."""
+    reasons = []
+    try:
+        cell_device(grid, device)
+    except CellSkipped as err:
+        reasons.append(str(err))
     try:
         locate(cell.model)
     except WeightsUnavailable as err:
-        raise CellSkipped(f"weights unavailable: {err}") from None
+        reasons.append(f"weights unavailable: {err}")
+    if reasons:
+        raise CellSkipped("; and ".join(reasons))
 
 
 def cell_settings(grid: Grid, cell: Cell, device: str) -> dict[str, Any]:
@@ -193,7 +199,7 @@ class GridRunner:
 
     def result(self, grid: Grid, cell: Cell) -> dict[str, Any]:
         """The cell's result: the stored one if finished with the same settings, else a new run."""
-        check_runnable(grid, cell)
+        check_runnable(grid, cell, self.device)
         device = cell_device(grid, self.device)
         path = cell_path(self.results_dir, grid.name, cell.id)
         if not self.redo:
