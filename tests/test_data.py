@@ -63,6 +63,24 @@ def test_commonsense_record_parsing():
         parse_commonsense_record({**record, "instruction": "no options here"})
 
 
+@pytest.mark.parametrize(
+    "instruction, texts",
+    [
+        ("Fill the blank: _ despised intestine.\n\nOption1: Ian\nOption2: Dennis Answer format: option1/option2",
+         (" Ian", " Dennis")),
+        ("Pick an ending: He\n\nEnding1: sat down.\n\nEnding2: ran off quickly.\n\nAnswer format: ending1/ending2",
+         (" sat down.", " ran off quickly.")),
+        ("Is it wet? answer with true or false\n\nAnswer format: true/false", (" true", " false")),
+    ],
+)
+def test_commonsense_option_texts(instruction, texts):
+    labels = instruction.rsplit(": ", 1)[1].split("/")
+    item = parse_commonsense_record({"instruction": instruction, "answer": labels[1]}, answer="option")
+    assert item.choices == texts and item.gold == 1
+    assert parse_commonsense_record({"instruction": instruction, "answer": labels[0]}).choices == tuple(
+        f" {x}" for x in labels)
+
+
 def test_source_override_by_environment(tmp_path, monkeypatch):
     path = tmp_path / "my.jsonl"
     path.write_text(json.dumps({"text": "hello"}) + "\n")

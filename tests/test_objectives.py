@@ -42,13 +42,14 @@ def _mean_answer_logprob(model, tok, prompt, choice):
     return sum(logp[len(ctx) - 1 + t, a].item() for t, a in enumerate(ans)) / len(ans)
 
 
+@pytest.mark.parametrize("answer", ["label", "option"])
 @pytest.mark.parametrize("share", [True, False], ids=["shared-prompt", "one-sequence-per-option"])
 @pytest.mark.parametrize("removed", [(), (1, 3)])
-def test_margin_matches_unbatched_reference(commonsense_file, removed, share):
+def test_margin_matches_unbatched_reference(commonsense_file, removed, share, answer):
     model, tok = random_model("llama", n_layers=5), char_tokenizer()
-    objective = make_objective("margin", "paper", n_items=10, max_len=512, share_prompt=share)
+    objective = make_objective("margin", "paper", n_items=10, max_len=512, share_prompt=share, answer=answer)
     scorer = Scorer(model, objective.prepare(tok, "paper", batch_size=4), objective)
-    items = load_choice_items(source_for("commonsense170k", "paper"), 10, seed=0)
+    items = load_choice_items(source_for("commonsense170k", "paper"), 10, seed=0, answer=answer)
     margins = []
     with torch.no_grad(), skip_layers(model, removed):
         for item in items:

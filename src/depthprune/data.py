@@ -215,26 +215,59 @@ class ChoiceItem:
 _FORMAT_RE = re.compile(r"Answer format:\s*([^\n]+?)\s*$", re.IGNORECASE | re.MULTILINE)
 
 
-def parse_commonsense_record(record: dict[str, Any], answer_lead: str = "the correct answer is") -> ChoiceItem:
+def _option_texts(instruction: str, labels: tuple[str, ...]) -> tuple[str, ...]:
+    """The text after each ``Label:`` marker (``Option1: Ian``), up to the next marker.
+
+    A label with no marker in the instruction (``true``/``false``) is its own text.
+    """
+    marks = []
+    for label in labels:
+        m = re.search(rf"\b{re.escape(label)}\s*:", instruction, re.IGNORECASE)
+        marks.append(m)
+    if not any(marks):
+        return labels
+    if not all(marks):
+        missing = [lab for lab, m in zip(labels, marks) if m is None]
+        raise ValueError(f"options {missing} are not spelled out in the instruction")
+    end = _FORMAT_RE.search(instruction)
+    stops = sorted([m.start() for m in marks] + [end.start() if end else len(instruction)])
+    texts = []
+    for m in marks:
+        stop = min(x for x in stops if x > m.start())
+        texts.append(" ".join(instruction[m.end() : stop].split()))
+    if any(not t for t in texts):
+        raise ValueError(f"an option of {labels} has no text in the instruction")
+    return tuple(texts)
+
+
+def parse_commonsense_record(
+    record: dict[str, Any], answer_lead: str = "the correct answer is", answer: str = "label"
+) -> ChoiceItem:
     """One Commonsense-170k record -> a :class:`ChoiceItem`.
 
     The options are the labels of the instruction's last line (``Answer format:
     answer1/answer2/...``); the gold one is ``record['answer']``. The prompt is the
     instruction (plus ``input`` if any) followed by the record's own answer lead
-    (``"the correct answer is"``), so that each option is scored as the continuation
-    that the dataset's ``output`` field would have.
+    (``"the correct answer is"``). What is scored after it:
+
+    * ``answer="label"``: the label (`` answer2``), as the record's ``output`` writes it;
+    * ``answer="option"``: the option's own text (`` Dennis``), read from the
+      instruction's ``Option2: Dennis`` line (labels without such a line, like
+      ``true``/``false``, are their own text).
     """
     instruction = record.get("instruction")
-    answer = record.get("answer")
-    if not isinstance(instruction, str) or not isinstance(answer, str):
+    gold = record.get("answer")
+    if not isinstance(instruction, str) or not isinstance(gold, str):
         raise ValueError(f"record lacks 'instruction'/'answer' strings: {str(record)[:120]}")
+    if answer not in ("label", "option"):
+        raise ValueError(f"answer must be 'label' or 'option', got {answer!r}")
     m = None
     for m in _FORMAT_RE.finditer(instruction):
         pass
     if m is None:
         raise ValueError(f"no 'Answer format:' line in instruction: {instruction[-120:]!r}")
     labels = tuple(x.strip() for x in m.group(1).split("/") if x.strip())
-    gold_label = answer.strip()
+    gold_label = gold.strip()
     if gold_label not in labels:
         raise ValueError(f"answer {gold_label!r} is not one of the options {labels}")
     text = instruction
@@ -242,15 +275,16 @@ def parse_commonsense_record(record: dict[str, Any], answer_lead: str = "the cor
     if extra.strip():
         text = f"{text}\n\n{extra}"
     prompt = f"{text}\n\n{answer_lead}"
-    return ChoiceItem(prompt, tuple(f" {label}" for label in labels), labels.index(gold_label))
+    scored = labels if answer == "label" else _option_texts(instruction, labels)
+    return ChoiceItem(prompt, tuple(f" {x}" for x in scored), labels.index(gold_label))
 
 
-def load_choice_items(source: TextSource, n_items: int, seed: int = 0) -> list[ChoiceItem]:
+def load_choice_items(source: TextSource, n_items: int, seed: int = 0, answer: str = "label") -> list[ChoiceItem]:
     """``n_items`` records sampled without replacement (seeded), parsed."""
     records = load_records(source)
     if n_items > len(records):
         raise ValueError(f"asked for {n_items} items but {source.describe()} has {len(records)}")
     rng = random.Random(seed)
     picked = rng.sample(range(len(records)), n_items)
-    return [parse_commonsense_record(records[i]) for i in picked]
+    return [parse_commonsense_record(records[i], answer=answer) for i in picked]
 

@@ -35,15 +35,16 @@ class MarginObjective(Objective):
     seed: int = 0
     max_len: int = 2048
     share_prompt: bool = True
+    answer: str = "label"  # "label": score " answer2" (the record's output); "option": the option's text
     _protocol: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def params(self) -> dict[str, Any]:
         return {"dataset": self.dataset, "n_items": self.n_items, "seed": self.seed, "max_len": self.max_len,
-                "share_prompt": self.share_prompt}
+                "share_prompt": self.share_prompt, "answer": self.answer}
 
     def prepare(self, tokenizer, profile: str, batch_size: int) -> list[Batch]:
         source = source_for(self.dataset, profile)
-        items = load_choice_items(source, self.n_items, self.seed)
+        items = load_choice_items(source, self.n_items, self.seed, answer=self.answer)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         n = len(items)
         rows: list[_Row] = []
@@ -76,7 +77,8 @@ class MarginObjective(Objective):
         self._protocol = {
             "source": source.describe(), "n_items": n, "n_options": sum(len(r.answers) for r in rows),
             "seed": self.seed, "options_per_item": sorted({len(it.choices) for it in items}),
-            "scored_tokens": "the option label's tokens after '<instruction>\n\nthe correct answer is'",
+            "scored_tokens": (f"the option {'label' if self.answer == 'label' else 'text'}'s tokens after "
+                              "'<instruction>\n\nthe correct answer is'"),
             "aggregation": "mean log-prob per option; margin = sum_{j!=gold}(l_gold - l_j); loss = -mean margin",
             "shared_prompt": self.share_prompt,
             "tokens_per_pass": sum(b.input_ids.numel() for b in batches),
