@@ -81,6 +81,28 @@ def test_commonsense_option_texts(instruction, texts):
         f" {x}" for x in labels)
 
 
+@pytest.mark.parametrize(
+    "instruction, context, choices",
+    [
+        ("Please fill the blank: The cup broke, so _ swept it up.\n\nOption1: Ian\n\nOption2: Dennis\n\n"
+         "Answer format: option1/option2", "The cup broke, so", (" Ian swept it up.", " Dennis swept it up.")),
+        ("Please choose the ending: Cooking: He\n\nEnding1: sat down.\n\nEnding2: ran off.\n\n"
+         "Answer format: ending1/ending2", "Cooking: He", (" sat down.", " ran off.")),
+        ("Please answer with true or false, question: is ice cold?\n\nAnswer format: true/false",
+         "Question: is ice cold?\nAnswer:", (" true", " false")),
+        ("Please choose the correct solution to the question: To eat soup,\n\nSolution1: Use a rope.\n\n"
+         "Solution2: Use a spoon.\n\nAnswer format: solution1/solution2",
+         "Question: To eat soup,\nAnswer:", (" Use a rope.", " Use a spoon.")),
+    ],
+)
+def test_commonsense_cloze_form(instruction, context, choices):
+    labels = instruction.rsplit(": ", 1)[1].split("/")
+    item = parse_commonsense_record({"instruction": instruction, "answer": labels[1]}, answer="cloze")
+    assert (item.prompt, item.choices, item.gold) == (context, choices, 1)
+    with pytest.raises(ValueError, match="answer must be one of"):
+        parse_commonsense_record({"instruction": instruction, "answer": labels[1]}, answer="letter")
+
+
 def test_source_override_by_environment(tmp_path, monkeypatch):
     path = tmp_path / "my.jsonl"
     path.write_text(json.dumps({"text": "hello"}) + "\n")

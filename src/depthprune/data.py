@@ -212,6 +212,7 @@ class ChoiceItem:
     gold: int
 
 
+ANSWER_STYLES = ("label", "option", "cloze")
 _FORMAT_RE = re.compile(r"Answer format:\s*([^\n]+?)\s*$", re.IGNORECASE | re.MULTILINE)
 
 
@@ -254,13 +255,19 @@ def parse_commonsense_record(
     * ``answer="option"``: the option's own text (`` Dennis``), read from the
       instruction's ``Option2: Dennis`` line (labels without such a line, like
       ``true``/``false``, are their own text).
+    * ``answer="cloze"``: no options in the prompt; each option's text is scored as the
+      continuation of the question stem, in lm-eval's templates: a fill-in-the-blank
+      sentence is split at ``_`` (context before it, option + rest of the sentence
+      scored, as winogrande's partial scoring), an ``ending`` continues the sentence
+      (hellaswag), anything else is ``Question: <stem>\nAnswer:`` (arc, piqa, boolq).
+      For models that cannot read option lists in context (the tiny family).
     """
     instruction = record.get("instruction")
     gold = record.get("answer")
     if not isinstance(instruction, str) or not isinstance(gold, str):
         raise ValueError(f"record lacks 'instruction'/'answer' strings: {str(record)[:120]}")
-    if answer not in ("label", "option"):
-        raise ValueError(f"answer must be 'label' or 'option', got {answer!r}")
+    if answer not in ANSWER_STYLES:
+        raise ValueError(f"answer must be one of {ANSWER_STYLES}, got {answer!r}")
     m = None
     for m in _FORMAT_RE.finditer(instruction):
         pass
@@ -274,9 +281,33 @@ def parse_commonsense_record(
     extra = record.get("input") or ""
     if extra.strip():
         text = f"{text}\n\n{extra}"
+    gold_index = labels.index(gold_label)
+    if answer == "cloze":
+        return _cloze_item(instruction, extra, labels, gold_index)
     prompt = f"{text}\n\n{answer_lead}"
     scored = labels if answer == "label" else _option_texts(instruction, labels)
-    return ChoiceItem(prompt, tuple(f" {x}" for x in scored), labels.index(gold_label))
+    return ChoiceItem(prompt, tuple(f" {x}" for x in scored), gold_index)
+
+
+def _cloze_item(instruction: str, extra: str, labels: tuple[str, ...], gold: int) -> ChoiceItem:
+    """The ``answer="cloze"`` form of a record (see :func:`parse_commonsense_record`)."""
+    texts = _option_texts(instruction, labels)
+    head, sep, body = instruction.partition(": ")
+    if not sep:
+        raise ValueError(f"no task preamble ('...: ') in instruction: {instruction[:120]!r}")
+    cut = [m.start() for lab in labels if (m := re.search(rf"\b{re.escape(lab)}\s*:", body, re.IGNORECASE))]
+    end = _FORMAT_RE.search(body)
+    stem = " ".join(body[: min(cut + [end.start() if end else len(body)])].split())
+    if extra.strip():
+        stem = f"{stem} {' '.join(extra.split())}"
+    if not stem:
+        raise ValueError(f"empty question stem in instruction: {instruction[:120]!r}")
+    if stem.count("_") == 1:
+        before, after = stem.split("_")
+        return ChoiceItem(before.rstrip(), tuple(f" {t}{after}" for t in texts), gold)
+    if labels[0].lower().startswith("ending"):
+        return ChoiceItem(stem, tuple(f" {t}" for t in texts), gold)
+    return ChoiceItem(f"Question: {stem}\nAnswer:", tuple(f" {t}" for t in texts), gold)
 
 
 def load_choice_items(source: TextSource, n_items: int, seed: int = 0, answer: str = "label") -> list[ChoiceItem]:

@@ -7,7 +7,8 @@ is −(mean margin over items): lower loss = the model prefers the right answers
 Paper setting: 128 items of Commonsense-170k, seed 0. Each record's options are the
 labels of its ``Answer format:`` line (``answer1/answer2/...``); the prompt is the
 instruction followed by the record's own answer lead, ``"the correct answer is"``, and
-each option is scored as the continuation (see :func:`depthprune.data.parse_commonsense_record`).
+each option is scored as the continuation (see :func:`depthprune.data.parse_commonsense_record`;
+``answer`` chooses label, option text, or a cloze form without the option list).
 
 All K continuations of every item are scored as separate right-padded sequences (no
 attention mask is needed: padding only follows real tokens under causal attention).
@@ -27,6 +28,14 @@ from depthprune.data import load_choice_items, source_for
 from depthprune.objectives.base import Batch, Objective, OutputHead
 
 
+_SCORED = {
+    "label": "the option label's tokens after '<instruction>\n\nthe correct answer is'",
+    "option": "the option text's tokens after '<instruction>\n\nthe correct answer is'",
+    "cloze": ("the option text's tokens as the continuation of the question stem (options not shown; "
+              "blank: before '_' | ending: the stem | else 'Question: <stem>\nAnswer:')"),
+}
+
+
 @dataclass
 class MarginObjective(Objective):
     name: ClassVar[str] = "margin"
@@ -35,7 +44,9 @@ class MarginObjective(Objective):
     seed: int = 0
     max_len: int = 2048
     share_prompt: bool = True
-    answer: str = "label"  # "label": score " answer2" (the record's output); "option": the option's text
+    # "label": score " answer2" (the record's output); "option": the option's text after the
+    # instruction; "cloze": the option's text as the question stem's continuation, no options shown
+    answer: str = "label"
     _protocol: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def params(self) -> dict[str, Any]:
@@ -77,8 +88,7 @@ class MarginObjective(Objective):
         self._protocol = {
             "source": source.describe(), "n_items": n, "n_options": sum(len(r.answers) for r in rows),
             "seed": self.seed, "options_per_item": sorted({len(it.choices) for it in items}),
-            "scored_tokens": (f"the option {'label' if self.answer == 'label' else 'text'}'s tokens after "
-                              "'<instruction>\n\nthe correct answer is'"),
+            "scored_tokens": _SCORED[self.answer],
             "aggregation": "mean log-prob per option; margin = sum_{j!=gold}(l_gold - l_j); loss = -mean margin",
             "shared_prompt": self.share_prompt,
             "tokens_per_pass": sum(b.input_ids.numel() for b in batches),
