@@ -75,6 +75,17 @@ def pytest_generate_tests(metafunc):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "grid_extra: a grid cell outside the grid's CI slice (needs --full-grid)")
+    _share_cpu_threads()
+
+
+def _share_cpu_threads() -> None:
+    """Under pytest-xdist, split the CPU cores between workers instead of oversubscribing
+    (each torch process would otherwise start one thread per core)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
 
 def pytest_collection_modifyitems(config, items):
