@@ -75,6 +75,7 @@ def pytest_generate_tests(metafunc):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "grid_extra: a grid cell outside the grid's CI slice (needs --full-grid)")
+    _check_xdist_groups(config)
     _share_cpu_threads()
 
 
@@ -97,6 +98,26 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _check_xdist_groups(config) -> None:
+    """Fail loudly where ``--dist loadgroup`` would silently ignore our per-model groups.
+
+    pytest-xdist tags grouped tests by rewriting their node ids (``...@group``); with
+    pytest >= 9.2's structured node ids the rewrite no longer takes effect
+    (pytest-dev/pytest-xdist#1386, unfixed in xdist 3.8.0), so every worker would load
+    every model. Checked on the controller, before workers start.
+    """
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    import xdist
+    from packaging.version import Version
+
+    if Version(pytest.__version__) >= Version("9.2") and Version(xdist.__version__) <= Version("3.8.0"):
+        raise pytest.UsageError(
+            f"--dist loadgroup is ignored with pytest {pytest.__version__} and pytest-xdist {xdist.__version__} "
+            "(pytest-dev/pytest-xdist#1386): a model's cells would not stay on one worker; "
+            "install 'pytest<9.2' (depthprune[test] pins it)")
 
 
 def pytest_report_header(config):
