@@ -175,7 +175,7 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
         "",
     ]
     lines += ["## The paper's claims", ""]
-    for v in (A.verdict_structure(conds), A.verdict_alignment(conds), A.verdict_search(conds)):
+    for v in (*A.verdict_structure(conds), A.verdict_alignment(conds), A.verdict_search(conds)):
         lines += [f"- **{v.verdict.upper()}** — {v.claim}"] + [f"  - {e}" for e in v.evidence] + [""]
     if "paper" not in grids:
         lines += [
