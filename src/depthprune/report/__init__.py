@@ -94,7 +94,8 @@ def _spearman_section(conds) -> list[str]:
         "condition; positive = the better-calibrated solution is also the more accurate one. p-value from "
         f"scipy's spearmanr; 95% interval from a paired percentile bootstrap (1000 resamples, seed 0). "
         f"With fewer than {A.MIN_DISTINCT_FOR_SPEARMAN} distinct solutions the number means little, and the "
-        "note says so.",
+        "note says so. The interval is \"–\" where resampling is degenerate: a resample whose losses or "
+        "accuracies are all equal has no ρ, and scipy then reports no interval (usual with few distinct solutions).",
         "",
         tabulate(rows, headers=["grid", "model", "objective", "M", "ρ", "p", "95% CI", "n", "distinct", "note"],
                  tablefmt="github", disable_numparse=True),
