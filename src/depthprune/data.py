@@ -216,15 +216,17 @@ ANSWER_STYLES = ("label", "option", "cloze")
 _FORMAT_RE = re.compile(r"Answer format:\s*([^\n]+?)\s*$", re.IGNORECASE | re.MULTILINE)
 
 
+def _option_marks(text: str, labels: tuple[str, ...]) -> list[re.Match[str] | None]:
+    """Each label's ``Label:`` marker in ``text`` (``Option1: Ian``), or None where it has none."""
+    return [re.search(rf"\b{re.escape(label)}\s*:", text, re.IGNORECASE) for label in labels]
+
+
 def _option_texts(instruction: str, labels: tuple[str, ...]) -> tuple[str, ...]:
     """The text after each ``Label:`` marker (``Option1: Ian``), up to the next marker.
 
     A label with no marker in the instruction (``true``/``false``) is its own text.
     """
-    marks = []
-    for label in labels:
-        m = re.search(rf"\b{re.escape(label)}\s*:", instruction, re.IGNORECASE)
-        marks.append(m)
+    marks = _option_marks(instruction, labels)
     if not any(marks):
         return labels
     if not all(marks):
@@ -292,10 +294,10 @@ def parse_commonsense_record(
 def _cloze_item(instruction: str, extra: str, labels: tuple[str, ...], gold: int) -> ChoiceItem:
     """The ``answer="cloze"`` form of a record (see :func:`parse_commonsense_record`)."""
     texts = _option_texts(instruction, labels)
-    head, sep, body = instruction.partition(": ")
+    _preamble, sep, body = instruction.partition(": ")
     if not sep:
         raise ValueError(f"no task preamble ('...: ') in instruction: {instruction[:120]!r}")
-    cut = [m.start() for lab in labels if (m := re.search(rf"\b{re.escape(lab)}\s*:", body, re.IGNORECASE))]
+    cut = [m.start() for m in _option_marks(body, labels) if m is not None]
     end = _FORMAT_RE.search(body)
     stem = " ".join(body[: min(cut + [end.start() if end else len(body)])].split())
     if extra.strip():
