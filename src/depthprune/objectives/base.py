@@ -16,10 +16,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
+
+from depthprune.registry import Registry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from depthprune.profiles import Profile
 
 
 @dataclass
@@ -74,8 +79,9 @@ class Objective(ABC):
         return asdict(self)
 
     @abstractmethod
-    def prepare(self, tokenizer, profile: str, batch_size: int) -> list[Batch]:
-        """Build the calibration micro-batches (deterministic given the fields)."""
+    def prepare(self, tokenizer, profile: Profile, batch_size: int) -> list[Batch]:
+        """Build the calibration micro-batches (deterministic given the fields); ``profile``
+        says where the named dataset comes from."""
 
     @abstractmethod
     def batch_stats(self, hidden: torch.Tensor, batch: Batch, head: OutputHead) -> torch.Tensor:
@@ -91,3 +97,9 @@ class Objective(ABC):
     def protocol(self) -> dict[str, Any]:
         """How the calibration data was built (recorded with results)."""
         return {}
+
+
+#: name -> objective class. Each module of ``depthprune.objectives`` registers its class
+#: with ``@register``; ``depthprune.objectives`` imports them all.
+OBJECTIVES: Registry[type[Objective]] = Registry("objective")
+register = OBJECTIVES.register

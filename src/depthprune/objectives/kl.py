@@ -18,10 +18,11 @@ from typing import Any, ClassVar
 
 import torch
 
-from depthprune.objectives.base import Batch, OutputHead
+from depthprune.objectives.base import Batch, OutputHead, register
 from depthprune.objectives.ppl import PerplexityObjective
 
 
+@register
 @dataclass
 class KLObjective(PerplexityObjective):
     name: ClassVar[str] = "kl"
@@ -50,5 +51,3 @@ class KLObjective(PerplexityObjective):
     def protocol(self) -> dict[str, Any]:
         return {**super().protocol(), "divergence": "KL(p_dense || p_pruned), token-averaged"}
 
-
-OBJECTIVE = KLObjective

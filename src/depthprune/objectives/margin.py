@@ -10,8 +10,11 @@ instruction followed by the record's own answer lead, ``"the correct answer is"`
 each option is scored as the continuation (see :func:`depthprune.data.parse_commonsense_record`;
 ``answer`` chooses label, option text, or a cloze form without the option list).
 
-All K continuations of every item are scored as separate right-padded sequences (no
-attention mask is needed: padding only follows real tokens under causal attention).
+By default (``share_prompt=True``) all K options of an item are packed after one copy of
+its prompt, with a 4D attention mask and continued position ids, so each option is
+computed exactly as if it followed the prompt alone while the prompt is computed once
+(:func:`_pack`); ``share_prompt=False`` scores each option as its own right-padded
+sequence (no mask needed: padding only follows real tokens under causal attention).
 The loss is linear in the ℓ's — loss = Σ w·ℓ with w = −(K−1)/N for gold options and
 +1/N for the others — which is what makes gradients accumulate over micro-batches.
 Items longer than ``max_len`` raise; nothing is truncated silently.
@@ -20,12 +23,15 @@ Items longer than ``max_len`` raise; nothing is truncated silently.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from depthprune.data import load_choice_items, source_for
-from depthprune.objectives.base import Batch, Objective, OutputHead
+from depthprune.data import load_choice_items
+from depthprune.objectives.base import Batch, Objective, OutputHead, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from depthprune.profiles import Profile
 
 
 _SCORED = {
@@ -36,6 +42,7 @@ _SCORED = {
 }
 
 
+@register
 @dataclass
 class MarginObjective(Objective):
     name: ClassVar[str] = "margin"
@@ -53,8 +60,8 @@ class MarginObjective(Objective):
         return {"dataset": self.dataset, "n_items": self.n_items, "seed": self.seed, "max_len": self.max_len,
                 "share_prompt": self.share_prompt, "answer": self.answer}
 
-    def prepare(self, tokenizer, profile: str, batch_size: int) -> list[Batch]:
-        source = source_for(self.dataset, profile)
+    def prepare(self, tokenizer, profile: Profile, batch_size: int) -> list[Batch]:
+        source = profile.source(self.dataset)
         items = load_choice_items(source, self.n_items, self.seed, answer=self.answer)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         n = len(items)
@@ -168,6 +175,4 @@ def _pack(rows: list[_Row], pad: int, shared: bool) -> Batch:
     forward = {"attention_mask": mask, "position_ids": positions} if shared else {}
     return Batch(ids, payload, forward)
 
-
-OBJECTIVE = MarginObjective
 

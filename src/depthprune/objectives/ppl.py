@@ -8,14 +8,18 @@ predicted token counts the same. The tiny profile reads the shipped C4-like fixt
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from depthprune.data import calibration_windows, load_texts, source_for
-from depthprune.objectives.base import Batch, Objective, OutputHead
+from depthprune.data import calibration_windows, load_texts
+from depthprune.objectives.base import Batch, Objective, OutputHead, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from depthprune.profiles import Profile
 
 
+@register
 @dataclass
 class PerplexityObjective(Objective):
     name: ClassVar[str] = "ppl"
@@ -28,8 +32,8 @@ class PerplexityObjective(Objective):
     def params(self) -> dict[str, Any]:
         return {"dataset": self.dataset, "n_samples": self.n_samples, "seq_len": self.seq_len, "seed": self.seed}
 
-    def prepare(self, tokenizer, profile: str, batch_size: int) -> list[Batch]:
-        source = source_for(self.dataset, profile)
+    def prepare(self, tokenizer, profile: Profile, batch_size: int) -> list[Batch]:
+        source = profile.source(self.dataset)
         windows, protocol = calibration_windows(
             load_texts(source), tokenizer, self.n_samples, self.seq_len, self.seed
         )
@@ -51,5 +55,3 @@ class PerplexityObjective(Objective):
     def protocol(self) -> dict[str, Any]:
         return dict(self._protocol)
 
-
-OBJECTIVE = PerplexityObjective

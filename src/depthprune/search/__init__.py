@@ -3,7 +3,10 @@
     from depthprune.search import get_searcher, SEARCHERS
     result = get_searcher("greedy").search(n_layers=16, budget=3, score=fn, seed=0)
 
-Each searcher is one file in this package; ``SEARCHERS`` maps names to classes.
+Each searcher is one file in this package whose class is decorated with ``@register``
+(from :mod:`depthprune.search.base`); every module here is imported on first use of the
+package, so a new file is found without editing this one. A name registered twice is an
+error.
 """
 
 from __future__ import annotations
@@ -12,22 +15,14 @@ import dataclasses
 from typing import Any
 
 from depthprune.search.base import (
+    SEARCHERS,
     EvaluationBudgetExhausted,
     ScoreFn,
     SearchContext,
     Searcher,
     SearchResult,
+    register,
 )
-
-SEARCHERS: dict[str, type[Searcher]] = {}
-
-
-def register(cls: type[Searcher]) -> type[Searcher]:
-    """Class decorator: make a searcher available by its ``name``."""
-    if not cls.name:
-        raise ValueError(f"{cls.__name__} has no name")
-    SEARCHERS[cls.name] = cls
-    return cls
 
 
 def get_searcher(name: str, **params: Any) -> Searcher:
@@ -35,7 +30,7 @@ def get_searcher(name: str, **params: Any) -> Searcher:
     try:
         cls = SEARCHERS[name]
     except KeyError:
-        raise ValueError(f"unknown searcher {name!r}; allowed: {', '.join(sorted(SEARCHERS))}") from None
+        raise ValueError(f"unknown searcher {name!r}; allowed: {SEARCHERS.allowed()}") from None
     allowed = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(params) - allowed)
     if unknown:
@@ -45,15 +40,7 @@ def get_searcher(name: str, **params: Any) -> Searcher:
     return cls(**params)
 
 
-# Import the algorithm modules so that they register themselves.
-from depthprune.search import exhaustive, greedy, oneshot  # noqa: E402,F401
-
-for _optional in ("beam", "ga", "bo", "cbo", "fbs"):
-    try:
-        __import__(f"depthprune.search.{_optional}")
-    except ModuleNotFoundError as _err:  # pragma: no cover - only while a module is absent
-        if _err.name != f"depthprune.search.{_optional}":
-            raise
+SEARCHERS.discover(__name__)
 
 __all__ = [
     "SEARCHERS",

@@ -30,6 +30,8 @@ from typing import Any, ClassVar
 
 from tqdm.auto import tqdm
 
+from depthprune.registry import Registry
+
 ScoreFn = Callable[[frozenset[int]], float]
 
 
@@ -112,6 +114,8 @@ class SearchContext:
         self.trace: list[tuple[frozenset[int], float]] = []
         self._best: tuple[tuple[float, tuple[int, ...]], frozenset[int]] | None = None
         self._prior: list[float] | None = list(prior) if prior is not None else None
+        self.prior_given = prior is not None
+        self.prior_used = False  # did the searcher ask for the prior (so its cost is the searcher's)?
         # Facts a searcher resolved at run time (e.g. which energy source it used); they
         # are copied into SearchResult.info. Hyper-parameters belong in params, not here.
         self.info: dict[str, Any] = {}
@@ -197,6 +201,7 @@ class SearchContext:
 
         Protected layers get +inf: they can never be removed.
         """
+        self.prior_used = True
         if self._prior is None:
             singles = [frozenset([i]) for i in self.candidates]
             losses = self.score_many(singles)
@@ -262,6 +267,7 @@ class Searcher(ABC):
     """
 
     name: ClassVar[str] = ""
+    order: ClassVar[int] = 100  # position in report tables (cheap to dear); ties by name
     max_evaluations: int | None = None
     progress: bool | str = False
 
@@ -351,7 +357,7 @@ class Searcher(ABC):
             seed=seed,
             seconds=time.perf_counter() - start,
             exhausted=exhausted,
-            info=dict(ctx.info),
+            info={**ctx.info, "used_given_prior": ctx.prior_given and ctx.prior_used},
         )
 
 
@@ -360,3 +366,9 @@ def argmin_set(ctx: SearchContext, sets: Sequence[frozenset[int]]) -> tuple[froz
     losses = ctx.score_many(sets)
     best = min(zip(sets, losses), key=lambda sl: set_key(*sl))
     return best
+
+
+#: name -> searcher class. Each module of ``depthprune.search`` registers its class with
+#: ``@register``; ``depthprune.search`` imports them all (:meth:`Registry.discover`).
+SEARCHERS: Registry[type[Searcher]] = Registry("searcher")
+register = SEARCHERS.register

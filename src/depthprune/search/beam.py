@@ -17,8 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.search import register
-from depthprune.search.base import SearchContext, Searcher, set_key
+from depthprune.search.base import SearchContext, Searcher, register, set_key
 
 
 @register
@@ -32,6 +31,7 @@ class BeamSearcher(Searcher):
     """
 
     name: ClassVar[str] = "beam"
+    order: ClassVar[int] = 2  # position in report tables
     beam_width: int = 4
 
     def __post_init__(self) -> None:

@@ -36,8 +36,7 @@ import warnings
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.search import register
-from depthprune.search.base import EvaluationBudgetExhausted, SearchContext, Searcher, rank_key, set_key
+from depthprune.search.base import EvaluationBudgetExhausted, SearchContext, Searcher, rank_key, register, set_key
 from depthprune.search.ga import prior_weights, usable_prior, weighted_sample
 
 
@@ -84,6 +83,7 @@ class BayesOptSearcher(Searcher):
     """
 
     name: ClassVar[str] = "bo"
+    order: ClassVar[int] = 4  # position in report tables
     max_evaluations: int | None = 100
     initial_design: int = 10
     prior_strength: float = 10.0

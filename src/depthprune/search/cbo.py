@@ -42,8 +42,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from depthprune.search import register
-from depthprune.search.base import SearchContext, Searcher, rank_key, set_key
+from depthprune.search.base import SearchContext, Searcher, rank_key, register, set_key
 
 ENERGY_SOURCES = ("auto", "score", "pairs")
 
@@ -67,6 +66,7 @@ class CBOSearcher(Searcher):
     """
 
     name: ClassVar[str] = "cbo"
+    order: ClassVar[int] = 5  # position in report tables
     top_k: int = 8
     energy_source: str = "auto"
     pair_top: int | None = 16

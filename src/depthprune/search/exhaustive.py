@@ -12,14 +12,14 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.search import register
-from depthprune.search.base import SearchContext, Searcher, set_key
+from depthprune.search.base import SearchContext, Searcher, register, set_key
 
 
 @register
 @dataclass
 class ExhaustiveSearcher(Searcher):
     name: ClassVar[str] = "exhaustive"
+    order: ClassVar[int] = 9  # position in report tables
     max_sets: int = 1_000_000
     batch_size: int = 256
 

@@ -32,8 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.search import register
-from depthprune.search.base import SearchContext, Searcher, rank_key, set_key
+from depthprune.search.base import SearchContext, Searcher, rank_key, register, set_key
 
 Segment = tuple[int, ...]
 
@@ -54,6 +53,7 @@ class FastBlockSelectSearcher(Searcher):
     """
 
     name: ClassVar[str] = "fbs"
+    order: ClassVar[int] = 6  # position in report tables
     max_segment_length: int | None = None
     segments_per_length: int = 4
     candidates: int = 8

@@ -33,8 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.search import register
-from depthprune.search.base import EvaluationBudgetExhausted, SearchContext, Searcher, set_key
+from depthprune.search.base import EvaluationBudgetExhausted, SearchContext, Searcher, register, set_key
 
 
 def prior_weights(prior: Sequence[float], items: Sequence[int], temperature: float | None) -> list[float]:
@@ -113,6 +112,7 @@ class GeneticSearcher(Searcher):
     """
 
     name: ClassVar[str] = "ga"
+    order: ClassVar[int] = 3  # position in report tables
     max_evaluations: int | None = 400
     population: int = 16
     tournament: int = 3

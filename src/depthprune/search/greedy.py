@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.search import register
-from depthprune.search.base import SearchContext, Searcher, argmin_set
+from depthprune.search.base import SearchContext, Searcher, argmin_set, register
 
 
 @register
 @dataclass
 class GreedySearcher(Searcher):
     name: ClassVar[str] = "greedy"
+    order: ClassVar[int] = 1  # position in report tables
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int:
         n = n_layers - n_protected

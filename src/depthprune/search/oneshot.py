@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.search import register
-from depthprune.search.base import SearchContext, Searcher
+from depthprune.search.base import SearchContext, Searcher, register
 
 
 @register
 @dataclass
 class OneShotSearcher(Searcher):
     name: ClassVar[str] = "oneshot"
+    order: ClassVar[int] = 0  # position in report tables
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int:
         return n_layers - n_protected + 1
