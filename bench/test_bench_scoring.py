@@ -17,6 +17,7 @@ import torch
 from depthprune.masking import skip_layers
 from depthprune.models import TINY_MODELS, WeightsUnavailable, load_model
 from depthprune.objectives import make_objective
+from depthprune.profiles import TINY
 from depthprune.scoring import Scorer
 from depthprune.search import get_searcher
 from tests.fixtures import random_model
@@ -69,7 +70,7 @@ def _load(model_id):
     except WeightsUnavailable as err:
         pytest.skip(str(err))
     objective = make_objective("ppl", "tiny")
-    return model, objective.prepare(tok, "tiny", batch_size=8)
+    return model, objective.prepare(tok, TINY, batch_size=8)
 
 
 @pytest.mark.parametrize("model_id", _subjects())

@@ -12,8 +12,8 @@ from depthprune.data import (
     eval_windows,
     load_texts,
     parse_commonsense_record,
-    source_for,
 )
+from depthprune.profiles import PAPER, get_profile
 from tests.fixtures import char_tokenizer, random_text
 
 
@@ -107,14 +107,14 @@ def test_source_override_by_environment(tmp_path, monkeypatch):
     path = tmp_path / "my.jsonl"
     path.write_text(json.dumps({"text": "hello"}) + "\n")
     monkeypatch.setenv("DEPTHPRUNE_DATA_C4_TRAIN", str(path))
-    assert load_texts(source_for("c4_train", "paper")) == ["hello"]
+    assert load_texts(PAPER.source("c4_train")) == ["hello"]
 
 
 def test_unknown_names_and_missing_files(tmp_path):
     with pytest.raises(ValueError, match="allowed"):
-        source_for("c5", "paper")
+        PAPER.source("c5")
     with pytest.raises(ValueError, match="allowed"):
-        source_for("c4_train", "huge")
+        get_profile("huge")
     from depthprune.data import TextSource
 
     with pytest.raises(DataUnavailable, match="not found"):

@@ -11,9 +11,10 @@ import torch
 
 from depthprune.evaluate import EvalConfig, evaluate, windows_perplexity
 from depthprune.masking import prune_layers
+from depthprune.profiles import TINY
 from tests.fixtures import char_tokenizer, random_model
 
-CFG = EvalConfig.for_profile("tiny", tasks=("hellaswag", "boolq"), limit=12, c4_windows=4, seq_len=64)
+CFG = TINY.eval_config(tasks=("hellaswag", "boolq"), limit=12, c4_windows=4, seq_len=64)
 
 
 def test_windows_perplexity_is_token_weighted():
@@ -28,9 +29,9 @@ def test_windows_perplexity_is_token_weighted():
 
 def test_view_equals_pruned_copy_and_is_cached(tmp_path):
     model, tok = random_model("llama", n_layers=4), char_tokenizer()
-    viewed = evaluate(model, tok, "random-llama", [1], "tiny", CFG, cache_dir=tmp_path)
+    viewed = evaluate(model, tok, "random-llama", [1], TINY, CFG, cache_dir=tmp_path)
     pruned = prune_layers(copy.deepcopy(model), [1])
-    direct = evaluate(pruned, tok, "random-llama-pruned", [], "tiny", CFG)
+    direct = evaluate(pruned, tok, "random-llama-pruned", [], TINY, CFG)
     assert set(viewed.metrics) >= {"wikitext2_ppl", "c4_ppl", "lambada_acc", "lambada_ppl", "hellaswag_acc_norm",
                                    "boolq_acc", "avg_acc"}
     for key, value in viewed.metrics.items():
@@ -39,15 +40,15 @@ def test_view_equals_pruned_copy_and_is_cached(tmp_path):
         (viewed.metrics["hellaswag_acc_norm"] + viewed.metrics["boolq_acc"]) / 2)
     assert viewed.protocol["zero_shot"]["lm_eval_version"]
     assert viewed.protocol["perplexity"]["wikitext2"]["joiner"] == "\n\n"
-    again = evaluate(model, tok, "random-llama", [1], "tiny", CFG, cache_dir=tmp_path)
+    again = evaluate(model, tok, "random-llama", [1], TINY, CFG, cache_dir=tmp_path)
     assert again.cached and again.metrics == viewed.metrics
     (entry,) = tmp_path.iterdir()
     entry.write_text("{ truncated")
-    redone = evaluate(model, tok, "random-llama", [1], "tiny", CFG, cache_dir=tmp_path)
+    redone = evaluate(model, tok, "random-llama", [1], TINY, CFG, cache_dir=tmp_path)
     assert not redone.cached and redone.metrics == viewed.metrics
     assert json.loads(entry.read_text())["removed"] == [1]
 
 
 def test_unknown_task():
     with pytest.raises(ValueError, match="allowed: hellaswag"):
-        EvalConfig.for_profile("tiny", tasks=("mmlu",))
+        TINY.eval_config(tasks=("mmlu",))

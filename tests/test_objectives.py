@@ -7,7 +7,8 @@ import json
 import pytest
 import torch
 
-from depthprune.data import load_choice_items, source_for
+from depthprune.data import load_choice_items
+from depthprune.profiles import PAPER, get_profile
 from depthprune.masking import skip_layers
 from depthprune.objectives import make_objective
 from depthprune.scoring import Scorer
@@ -48,8 +49,8 @@ def _mean_answer_logprob(model, tok, prompt, choice):
 def test_margin_matches_unbatched_reference(commonsense_file, removed, share, answer):
     model, tok = random_model("llama", n_layers=5), char_tokenizer()
     objective = make_objective("margin", "paper", n_items=10, max_len=512, share_prompt=share, answer=answer)
-    scorer = Scorer(model, objective.prepare(tok, "paper", batch_size=4), objective)
-    items = load_choice_items(source_for("commonsense170k", "paper"), 10, seed=0, answer=answer)
+    scorer = Scorer(model, objective.prepare(tok, PAPER, batch_size=4), objective)
+    items = load_choice_items(get_profile("paper").source("commonsense170k"), 10, seed=0, answer=answer)
     margins = []
     with torch.no_grad(), skip_layers(model, removed):
         for item in items:
@@ -65,13 +66,13 @@ def test_shared_prompt_refused_beyond_a_sliding_window(commonsense_file):
     model, tok = random_model("qwen3", n_layers=4), char_tokenizer()  # sliding window of 16 tokens
     objective = make_objective("margin", "paper", n_items=4, max_len=512)
     with pytest.raises(ValueError, match="sliding window"):
-        Scorer(model, objective.prepare(tok, "paper", batch_size=4), objective)
+        Scorer(model, objective.prepare(tok, PAPER, batch_size=4), objective)
 
 
 def test_margin_refuses_to_truncate(commonsense_file):
     objective = make_objective("margin", "paper", n_items=5, max_len=20)
     with pytest.raises(ValueError, match="exceed max_len=20"):
-        objective.prepare(char_tokenizer(), "paper", batch_size=4)
+        objective.prepare(char_tokenizer(), PAPER, batch_size=4)
 
 
 def test_kl_is_zero_dense_and_matches_reference(tmp_path, monkeypatch):
@@ -79,7 +80,7 @@ def test_kl_is_zero_dense_and_matches_reference(tmp_path, monkeypatch):
     monkeypatch.setenv("DEPTHPRUNE_DATA_C4_TRAIN", str(path))
     model, tok = random_model("qwen3", n_layers=5), char_tokenizer()
     objective = make_objective("kl", "paper", n_samples=6, seq_len=40)
-    batches = objective.prepare(tok, "paper", batch_size=4)
+    batches = objective.prepare(tok, PAPER, batch_size=4)
     scorer = Scorer(model, batches, objective)
     assert scorer.dense_loss == 0.0
     ids = torch.cat([b.input_ids for b in batches])

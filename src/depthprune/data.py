@@ -2,10 +2,8 @@
 
 Every dataset is a :class:`TextSource` read through ``datasets.load_dataset`` — a Hub
 dataset for the paper's models, a local JSON/JSONL fixture for the tiny family — so
-the same protocol code runs on both. Two data *profiles* map the names the rest of the
-library uses (``c4_train``, ``c4_validation``, ``wikitext2``, ``commonsense170k``) to
-sources; ``DEPTHPRUNE_DATA_<NAME>`` (e.g. ``DEPTHPRUNE_DATA_COMMONSENSE170K=/data/cs.json``)
-points a name at a local file instead, for clusters without Hub access.
+the same protocol code runs on both. Which source a dataset name (``c4_train``,
+``wikitext2``, ...) stands for is the data profile's to say (:mod:`depthprune.profiles`).
 
 Protocols (the paper's, after GPTQ/SLEB):
 * calibration windows: pick a random document longer than the window, then a random
@@ -26,7 +24,6 @@ from typing import Any
 
 import torch
 
-from depthprune.models import TINY_ASSETS
 
 
 @dataclass(frozen=True)
@@ -44,58 +41,8 @@ class TextSource:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-def _local(path: Path, split: str = "train", field: str = "text", limit: int | None = None) -> TextSource:
-    return TextSource("json", split=split, data_files={split: str(path)}, field=field, limit=limit)
-
-
-_C4_REPO = "allenai/c4"
-SOURCES: dict[str, dict[str, TextSource]] = {
-    "paper": {
-        "c4_train": TextSource(
-            _C4_REPO, data_files={"train": "en/c4-train.00000-of-01024.json.gz"}, split="train"
-        ),
-        "c4_validation": TextSource(
-            _C4_REPO,
-            data_files={"validation": "en/c4-validation.00000-of-00008.json.gz"},
-            split="validation",
-            limit=1100,
-        ),
-        "wikitext2": TextSource("wikitext", name="wikitext-2-raw-v1", split="test"),
-        # LLM-Adapters' commonsense_170k.json (instruction / input / output / answer).
-        "commonsense170k": TextSource(
-            "json",
-            data_files={
-                "train": "https://raw.githubusercontent.com/AGI-Edgerunners/LLM-Adapters/"
-                "main/ft-training_set/commonsense_170k.json"
-            },
-            field="instruction",
-        ),
-    },
-    "tiny": {
-        "c4_train": _local(TINY_ASSETS / "data" / "c4" / "train.jsonl"),
-        "c4_validation": _local(TINY_ASSETS / "data" / "c4" / "validation.jsonl", "validation", limit=1100),
-        "wikitext2": _local(TINY_ASSETS / "data" / "wikitext" / "test.jsonl", "test"),
-        "commonsense170k": _local(TINY_ASSETS / "data" / "commonsense" / "train.json", field="instruction"),
-    },
-}
-
-
 class DataUnavailable(RuntimeError):
     """A dataset could not be read (no local copy and no network)."""
-
-
-def source_for(name: str, profile: str) -> TextSource:
-    """The source of dataset ``name`` in ``profile``, honouring DEPTHPRUNE_DATA_<NAME>."""
-    if profile not in SOURCES:
-        raise ValueError(f"unknown data profile {profile!r}; allowed: {', '.join(SOURCES)}")
-    table = SOURCES[profile]
-    if name not in table:
-        raise ValueError(f"unknown dataset {name!r}; allowed: {', '.join(table)}")
-    src = table[name]
-    override = os.environ.get(f"DEPTHPRUNE_DATA_{re.sub(r'[^A-Z0-9]', '_', name.upper())}")
-    if override:
-        src = TextSource("json", split=src.split, data_files={src.split: override}, field=src.field, limit=src.limit)
-    return src
 
 
 def load_records(source: TextSource) -> list[dict[str, Any]]:

@@ -27,33 +27,31 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from depthprune.data import eval_windows, load_texts, source_for
-from depthprune.env import package_versions, write_json_atomic
+from depthprune.data import eval_windows, load_texts
+from depthprune.env import code_fingerprint, library_versions, package_versions, write_json_atomic
 from depthprune.masking import skip_layers
-from depthprune.models import TINY_ASSETS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from depthprune.profiles import Profile
 
 ZERO_SHOT_TASKS = ("hellaswag", "winogrande", "arc_easy", "arc_challenge", "piqa", "boolq")
 HEADLINE_METRIC = {"hellaswag": "acc_norm", "arc_challenge": "acc_norm"}  # acc otherwise
-TINY_TASK_DIR = TINY_ASSETS / "tasks"
 
 
 def headline(task: str) -> str:
     return HEADLINE_METRIC.get(task, "acc")
 
 
-def lm_eval_task_name(task: str, profile: str) -> str:
-    """The lm-eval task that stands for ``task`` in ``profile`` (tiny: the local stand-in)."""
-    base = "lambada_openai" if task == "lambada" else task
-    return f"tiny_{task}" if profile == "tiny" else base
-
-
 @dataclass(frozen=True)
 class EvalConfig:
-    """What to evaluate and how; every field is part of the cache key and the result."""
+    """What to evaluate and how; every field is part of the cache key and the result.
+
+    The defaults are the paper's protocol; a profile's ``eval_config()`` overrides them.
+    """
 
     tasks: tuple[str, ...] = ZERO_SHOT_TASKS
     lambada: bool = True
@@ -62,17 +60,6 @@ class EvalConfig:
     c4_windows: int = 256
     batch_size: int = 8
     limit: int | None = None  # lm-eval items per task (None = all)
-
-    @classmethod
-    def for_profile(cls, profile: str, **overrides: Any) -> EvalConfig:
-        base: dict[str, Any] = {"seq_len": 256, "c4_windows": 64, "batch_size": 32} if profile == "tiny" else {}
-        base.update({k: v for k, v in overrides.items() if v is not None})
-        if "tasks" in base:
-            unknown = sorted(set(base["tasks"]) - set(ZERO_SHOT_TASKS))
-            if unknown:
-                raise ValueError(f"unknown task(s) {', '.join(unknown)}; allowed: {', '.join(ZERO_SHOT_TASKS)}")
-            base["tasks"] = tuple(base["tasks"])
-        return cls(**base)
 
 
 @dataclass
@@ -104,16 +91,16 @@ def windows_perplexity(model, windows: torch.Tensor, batch_size: int) -> tuple[f
 
 
 @lru_cache(maxsize=8)
-def _ppl_windows(name: str, profile: str, tokenizer, seq_len: int, c4_windows: int):
+def _ppl_windows(name: str, profile: Profile, tokenizer, seq_len: int, c4_windows: int):
     """Evaluation windows of one dataset (cached per process: tokenising WikiText takes a while)."""
     joiner = "\n\n" if name == "wikitext2" else " "  # WikiText-2: "\n\n"; C4 (GPTQ): " "
-    source = source_for("wikitext2" if name == "wikitext2" else "c4_validation", profile)
+    source = profile.source("wikitext2" if name == "wikitext2" else "c4_validation")
     max_windows = None if name == "wikitext2" else c4_windows
     windows, protocol = eval_windows(load_texts(source), tokenizer, seq_len, joiner=joiner, max_windows=max_windows)
     return windows, {"source": source.describe(), **asdict(protocol)}
 
 
-def perplexity_suite(model, tokenizer, profile: str, cfg: EvalConfig) -> tuple[dict[str, float], dict[str, Any]]:
+def perplexity_suite(model, tokenizer, profile: Profile, cfg: EvalConfig) -> tuple[dict[str, float], dict[str, Any]]:
     metrics, protocol = {}, {}
     for name in cfg.perplexity:
         windows, proto = _ppl_windows(name, profile, tokenizer, cfg.seq_len, cfg.c4_windows)
@@ -125,29 +112,20 @@ def perplexity_suite(model, tokenizer, profile: str, cfg: EvalConfig) -> tuple[d
 # -- lm-eval ---------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=4)
-def task_manager(profile: str):
-    from lm_eval.tasks import TaskManager
-
-    if profile == "tiny":
-        return TaskManager(include_path=str(TINY_TASK_DIR), include_defaults=False)
-    return TaskManager()
-
-
-def zero_shot(model, tokenizer, profile: str, cfg: EvalConfig) -> tuple[dict[str, float], dict[str, Any]]:
+def zero_shot(model, tokenizer, profile: Profile, cfg: EvalConfig) -> tuple[dict[str, float], dict[str, Any]]:
     """lm-eval on the in-memory model; returns flat metrics and what lm-eval reported."""
     from lm_eval import simple_evaluate
     from lm_eval.models.huggingface import HFLM
 
-    names = {lm_eval_task_name(t, profile): t for t in cfg.tasks}
+    names = {profile.lm_eval_task(t): t for t in cfg.tasks}
     if cfg.lambada:
-        names[lm_eval_task_name("lambada", profile)] = "lambada"
+        names[profile.lm_eval_task("lambada")] = "lambada"
     if not names:
         return {}, {}
     logging.getLogger("lm-eval").setLevel(logging.WARNING)
     lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=cfg.batch_size,
               max_length=getattr(model.config, "max_position_embeddings", None))
-    out = simple_evaluate(model=lm, tasks=list(names), task_manager=task_manager(profile), limit=cfg.limit,
+    out = simple_evaluate(model=lm, tasks=list(names), task_manager=profile.task_manager(), limit=cfg.limit,
                           log_samples=False, bootstrap_iters=1000, verbosity="WARNING")
     metrics: dict[str, float] = {}
     for lm_name, task in names.items():
@@ -175,9 +153,14 @@ def zero_shot(model, tokenizer, profile: str, cfg: EvalConfig) -> tuple[dict[str
 # -- the whole evaluation, cached ------------------------------------------------------------
 
 
-def cache_key(model_id: str, removed: Iterable[int], profile: str, cfg: EvalConfig, dtype: str) -> str:
-    blob = json.dumps({"model": model_id, "removed": sorted(removed), "profile": profile, "cfg": asdict(cfg),
-                       "dtype": dtype}, sort_keys=True)
+def cache_key(model_id: str, weights: str, removed: Iterable[int], profile: Profile, cfg: EvalConfig,
+              dtype: str) -> str:
+    """The evaluation cache key: model *weights* (not just the id), removed set, profile,
+    settings, dtype, the result-affecting code and the library versions — an entry made by
+    older code or another lm-eval is never returned."""
+    blob = json.dumps({"model": model_id, "weights": weights, "removed": sorted(removed), "profile": profile.name,
+                       "cfg": asdict(cfg), "dtype": dtype, "code": code_fingerprint(),
+                       "libraries": library_versions()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
@@ -190,14 +173,19 @@ def evaluate(
     tokenizer,
     model_id: str,
     removed: Sequence[int],
-    profile: str,
+    profile: Profile,
     cfg: EvalConfig | None = None,
     cache_dir: str | Path | None = None,
+    weights: str = "unknown",
 ) -> EvalResult:
-    """Perplexity suite + zero-shot tasks of ``model`` without ``removed``, cached on disk."""
-    cfg = cfg or EvalConfig.for_profile(profile)
+    """Perplexity suite + zero-shot tasks of ``model`` without ``removed``, cached on disk.
+
+    ``weights`` is the fingerprint of the loaded weights (:func:`depthprune.weights.fingerprint`);
+    it keys the cache, so two checkpoints under one id never share entries.
+    """
+    cfg = cfg or profile.eval_config()
     dtype = str(next(model.parameters()).dtype)
-    key = cache_key(model_id, removed, profile, cfg, dtype)
+    key = cache_key(model_id, weights, removed, profile, cfg, dtype)
     path = Path(cache_dir) / f"{key}.json" if cache_dir is not None else None
     if path is not None and path.is_file():
         try:
@@ -210,10 +198,10 @@ def evaluate(
         metrics, ppl_protocol = perplexity_suite(model, tokenizer, profile, cfg)
         zs_metrics, zs_info = zero_shot(model, tokenizer, profile, cfg)
     metrics.update(zs_metrics)
-    protocol = {"config": asdict(cfg), "perplexity": ppl_protocol, "zero_shot": zs_info, "profile": profile,
+    protocol = {"config": asdict(cfg), "perplexity": ppl_protocol, "zero_shot": zs_info, "profile": profile.name,
                 "dtype": dtype}
     seconds = time.perf_counter() - start
     if path is not None:
-        write_json_atomic(path, {"model": model_id, "removed": sorted(removed), "metrics": metrics,
-                                 "protocol": protocol, "seconds": seconds})
+        write_json_atomic(path, {"model": model_id, "weights": weights, "removed": sorted(removed),
+                                 "metrics": metrics, "protocol": protocol, "seconds": seconds})
     return EvalResult(metrics, protocol, seconds)

@@ -1,0 +1,152 @@
+"""Data profiles: what "the paper's setting" and "the tiny family's setting" mean, in one place.
+
+A :class:`Profile` answers every question whose answer depends on which data a model is
+calibrated and evaluated on:
+
+* where each named dataset comes from (``c4_train``, ``c4_validation``, ``wikitext2``,
+  ``commonsense170k``) — :meth:`Profile.source`, honouring ``DEPTHPRUNE_DATA_<NAME>``;
+* the calibration sizes each objective defaults to — :meth:`Profile.objective_params`;
+* how a pruned model is evaluated — :meth:`Profile.eval_config`;
+* which lm-eval task stands for each of the paper's tasks, and where local tasks live —
+  :meth:`Profile.lm_eval_task`, :meth:`Profile.task_manager`;
+* the micro-batch size of calibration forwards.
+
+``paper`` is the paper's protocol (its sizes are the objectives' and EvalConfig's own
+defaults); ``tiny`` is ours: CPU-sized calibration and evaluation on the shipped fixtures.
+A model's registry entry names its profile; ``--profile`` overrides it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from depthprune.data import TextSource
+from depthprune.evaluate import ZERO_SHOT_TASKS, EvalConfig
+from depthprune.models import TINY_ASSETS
+
+
+@dataclass(frozen=True, eq=False)
+class Profile:
+    """One data profile (see the module docstring). Hashable by identity."""
+
+    name: str
+    description: str
+    sources: Mapping[str, TextSource]
+    objective_defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    evaluation: Mapping[str, Any] = field(default_factory=dict)  # EvalConfig overrides
+    batch_size: int = 8  # sequences per calibration micro-batch
+    task_prefix: str = ""  # lm-eval task name = prefix + the paper's task name
+    task_dir: Path | None = None  # local lm-eval tasks (include_path); None = lm-eval's own tasks
+
+    def source(self, dataset: str) -> TextSource:
+        """Where ``dataset`` comes from; ``DEPTHPRUNE_DATA_<NAME>`` points it at a local JSON file."""
+        if dataset not in self.sources:
+            raise ValueError(f"unknown dataset {dataset!r} in profile {self.name!r}; "
+                             f"allowed: {', '.join(self.sources)}")
+        src = self.sources[dataset]
+        override = os.environ.get(f"DEPTHPRUNE_DATA_{re.sub(r'[^A-Z0-9]', '_', dataset.upper())}")
+        if override:
+            src = TextSource("json", split=src.split, data_files={src.split: override}, field=src.field,
+                             limit=src.limit)
+        return src
+
+    def objective_params(self, objective: str) -> dict[str, Any]:
+        """This profile's defaults for ``objective`` (empty: the objective's own, i.e. the paper's)."""
+        return dict(self.objective_defaults.get(objective, {}))
+
+    def eval_config(self, **overrides: Any) -> EvalConfig:
+        """The evaluation settings of this profile, with ``overrides`` (None values ignored)."""
+        values: dict[str, Any] = {**self.evaluation, **{k: v for k, v in overrides.items() if v is not None}}
+        if "tasks" in values:
+            unknown = sorted(set(values["tasks"]) - set(ZERO_SHOT_TASKS))
+            if unknown:
+                raise ValueError(f"unknown task(s) {', '.join(unknown)}; allowed: {', '.join(ZERO_SHOT_TASKS)}")
+            values["tasks"] = tuple(values["tasks"])
+        if "perplexity" in values:
+            values["perplexity"] = tuple(values["perplexity"])
+        return EvalConfig(**values)
+
+    def lm_eval_task(self, task: str) -> str:
+        """The lm-eval task that stands for the paper's ``task`` (``lambada`` included)."""
+        base = "lambada_openai" if task == "lambada" and not self.task_prefix else task
+        return f"{self.task_prefix}{base}"
+
+    @cached_property
+    def _task_manager(self):
+        from lm_eval.tasks import TaskManager
+
+        if self.task_dir is not None:
+            return TaskManager(include_path=str(self.task_dir), include_defaults=False)
+        return TaskManager()
+
+    def task_manager(self):
+        """lm-eval's TaskManager for this profile's tasks (built once; local tasks skip the 11 s index)."""
+        return self._task_manager
+
+
+def _local(path: Path, split: str = "train", field: str = "text", limit: int | None = None) -> TextSource:
+    return TextSource("json", split=split, data_files={split: str(path)}, field=field, limit=limit)
+
+
+_C4_REPO = "allenai/c4"
+
+PAPER = Profile(
+    name="paper",
+    description="the paper's protocol: C4 / WikiText-2 / Commonsense-170k from the Hub, stock lm-eval tasks",
+    sources={
+        "c4_train": TextSource(_C4_REPO, data_files={"train": "en/c4-train.00000-of-01024.json.gz"}, split="train"),
+        "c4_validation": TextSource(_C4_REPO, data_files={"validation": "en/c4-validation.00000-of-00008.json.gz"},
+                                    split="validation", limit=1100),
+        "wikitext2": TextSource("wikitext", name="wikitext-2-raw-v1", split="test"),
+        # LLM-Adapters' commonsense_170k.json (instruction / input / output / answer).
+        "commonsense170k": TextSource(
+            "json",
+            data_files={"train": "https://raw.githubusercontent.com/AGI-Edgerunners/LLM-Adapters/"
+                                 "main/ft-training_set/commonsense_170k.json"},
+            field="instruction",
+        ),
+    },
+    batch_size=8,
+)
+
+_TINY_DATA = TINY_ASSETS / "data"
+TINY = Profile(
+    name="tiny",
+    description="ours: the tiny family's fixtures, CPU-sized calibration and evaluation, local lm-eval tasks",
+    sources={
+        "c4_train": _local(_TINY_DATA / "c4" / "train.jsonl"),
+        "c4_validation": _local(_TINY_DATA / "c4" / "validation.jsonl", "validation", limit=1100),
+        "wikitext2": _local(_TINY_DATA / "wikitext" / "test.jsonl", "test"),
+        "commonsense170k": _local(_TINY_DATA / "commonsense" / "train.json", field="instruction"),
+    },
+    # Ours. Tiny margin: the tiny models cannot read an option list in context (dense margin
+    # with answer="label" is ~0 over 512 items: -0.007..+0.015 loss, at chance), so they score
+    # options in cloze form, where the dense margin is clearly positive (-0.84..-1.24, 256 items).
+    objective_defaults={
+        "ppl": {"n_samples": 32, "seq_len": 128},
+        "margin": {"n_items": 128, "answer": "cloze"},
+        "kl": {"n_samples": 32, "seq_len": 128},
+    },
+    evaluation={"seq_len": 256, "c4_windows": 64, "batch_size": 32},
+    batch_size=32,
+    task_prefix="tiny_",
+    task_dir=TINY_ASSETS / "tasks",
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (PAPER, TINY)}
+
+
+def get_profile(profile: str | Profile) -> Profile:
+    """A :class:`Profile` by name (a Profile passes through)."""
+    if isinstance(profile, Profile):
+        return profile
+    try:
+        return PROFILES[profile]
+    except KeyError:
+        raise ValueError(f"unknown profile {profile!r}; allowed: {', '.join(PROFILES)}") from None
