@@ -7,30 +7,35 @@ diagonal folds into the linear term):
 
     f(x) ≈ f(0) + h·x + xᵀ J x,     J symmetric, zero diagonal.
 
-h is *exact*: h_i = f({i}) − f(∅), the single-removal losses every searcher shares.
-J comes from gate gradients: for a quadratic, ∂f/∂x_i at x = e_j minus at x = 0 equals
-2 J_ij, so L+1 gradient passes (one dense, one per single removal) give all of J; it is
-symmetrised. That is O(L) forward+backward passes instead of the L(L−1)/2 pair
-evaluations a model-free fit needs. The searcher receives only (h, J): it never sees
-the model (``score.energy()``, see :mod:`depthprune.search.cbo`).
+h is *exact*: h_i = f({i}) − f(∅), the single-removal losses every searcher shares; the
+caller passes them in. J comes from gate gradients: for a quadratic, ∂f/∂x_i at x = e_j
+minus at x = 0 equals 2 J_ij, so L+1 gradient passes (one dense, one per single removal)
+give all of J; it is symmetrised. That is O(L) forward+backward passes instead of the
+L(L−1)/2 pair evaluations a model-free fit needs. The searcher receives only (h, J): it
+never sees the model (``score.energy()``, see :mod:`depthprune.search.cbo`).
+
+This module knows the model only through :class:`~depthprune.calibration.CalibrationData`;
+the scoring engine calls it and adds :func:`energy_passes` to its counters.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
-from depthprune.scoring import _first_tensor
+from depthprune.calibration import CalibrationData
+from depthprune.masking import hidden_of
 
-if TYPE_CHECKING:  # pragma: no cover
-    from depthprune.scoring import Scorer
+
+def energy_passes(n_layers: int) -> tuple[int, int]:
+    """(layer-forwards, layer-backwards) that :func:`quadratic_energy` costs for L layers:
+    one dense pass for the reduce weights, then L+1 forward+backward gradient passes."""
+    return n_layers + (n_layers + 1) * n_layers, (n_layers + 1) * n_layers
 
 
 def _gate_hook(gates: torch.Tensor, i: int):
     def hook(module, args, kwargs, output):
         inp = args[0] if args else kwargs["hidden_states"]
-        out = _first_tensor(output)
+        out = hidden_of(output)
         gated = inp + gates[i].to(out.dtype) * (out - inp)
         if isinstance(output, tuple):
             return (gated, *output[1:])
@@ -39,7 +44,7 @@ def _gate_hook(gates: torch.Tensor, i: int):
     return hook
 
 
-def reduce_weights(scorer: Scorer) -> list[torch.Tensor | None]:
+def reduce_weights(data: CalibrationData) -> list[torch.Tensor | None]:
     """d(loss)/d(stats) per micro-batch, from one dense pass.
 
     Objectives are linear in their statistics with coefficients that do not depend on
@@ -47,58 +52,54 @@ def reduce_weights(scorer: Scorer) -> list[torch.Tensor | None]:
     """
     with torch.no_grad():
         stats = []
-        for batch in scorer.batches:
-            out = scorer.decoder.owner(**batch.model_inputs(scorer.device), use_cache=False)
-            stats.append(scorer.objective.batch_stats(out.last_hidden_state, batch, scorer.head))
-    scorer.stats.layer_forwards += scorer.n_layers
+        for batch in data.batches:
+            out = data.decoder.owner(**batch.model_inputs(data.device), use_cache=False)
+            stats.append(data.objective.batch_stats(out.last_hidden_state, batch, data.head))
     leaves = [s.detach().clone().requires_grad_(True) for s in stats]
-    return list(torch.autograd.grad(scorer.objective.reduce(leaves), leaves, allow_unused=True))
+    return list(torch.autograd.grad(data.objective.reduce(leaves), leaves, allow_unused=True))
 
 
-def gate_gradient(scorer: Scorer, removed: frozenset[int],
+def gate_gradient(data: CalibrationData, removed: frozenset[int],
                   weights: list[torch.Tensor | None] | None = None) -> torch.Tensor:
     """∂loss/∂x (x = 1 − gates) at the removal vector of ``removed``: [L] float64."""
     if weights is None:
-        weights = reduce_weights(scorer)
-    model, L = scorer.model, scorer.n_layers
-    gates = torch.ones(L, dtype=torch.float32, device=scorer.device)
+        weights = reduce_weights(data)
+    L = data.n_layers
+    gates = torch.ones(L, dtype=torch.float32, device=data.device)
     for i in removed:
         gates[i] = 0.0
     gates.requires_grad_(True)
-    layers = scorer.decoder.layers
+    layers = data.decoder.layers
     hooks = [layers[i].register_forward_hook(_gate_hook(gates, i), with_kwargs=True) for i in range(L)]
-    objective, head = scorer.objective, scorer.head
-    trainable = [p for p in model.parameters() if p.requires_grad]
+    trainable = [p for p in data.model.parameters() if p.requires_grad]
     for p in trainable:  # only the gates need gradients
         p.requires_grad_(False)
     try:
         # Backpropagate each micro-batch with its weight (exact: reduce is linear).
-        for batch, w in zip(scorer.batches, weights):
+        for batch, w in zip(data.batches, weights):
             if w is None:
                 continue
-            out = scorer.decoder.owner(**batch.model_inputs(scorer.device), use_cache=False)
-            s = objective.batch_stats(out.last_hidden_state, batch, head)
+            out = data.decoder.owner(**batch.model_inputs(data.device), use_cache=False)
+            s = data.objective.batch_stats(out.last_hidden_state, batch, data.head)
             (s * w.to(s.dtype)).sum().backward()
     finally:
         for h in hooks:
             h.remove()
         for p in trainable:
             p.requires_grad_(True)
-    scorer.stats.layer_forwards += L
-    scorer.stats.layer_backwards += L
     return -gates.grad.detach().double().cpu()
 
 
-def quadratic_energy(scorer: Scorer) -> tuple[list[float], list[list[float]]]:
-    """(h, J) of the module docstring, for the scorer's model, objective and data."""
-    L = scorer.n_layers
-    base = scorer(frozenset())
-    h = [scorer(frozenset([i])) - base for i in range(L)]
-    weights = reduce_weights(scorer)
-    g0 = gate_gradient(scorer, frozenset(), weights)
+def quadratic_energy(data: CalibrationData, h: list[float]) -> tuple[list[float], list[list[float]]]:
+    """(h, J) of the module docstring; ``h`` = the single-removal loss increases f({i}) − f(∅)."""
+    L = data.n_layers
+    if len(h) != L:
+        raise ValueError(f"h has {len(h)} entries for {L} layers")
+    weights = reduce_weights(data)
+    g0 = gate_gradient(data, frozenset(), weights)
     J = torch.zeros(L, L, dtype=torch.float64)
     for j in range(L):
-        J[:, j] = (gate_gradient(scorer, frozenset([j]), weights) - g0) / 2
+        J[:, j] = (gate_gradient(data, frozenset([j]), weights) - g0) / 2
     J = (J + J.T) / 2
     J.fill_diagonal_(0.0)
-    return h, J.tolist()
+    return list(h), J.tolist()

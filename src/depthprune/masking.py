@@ -43,6 +43,11 @@ def _configs(model: nn.Module) -> list[Any]:
     return out
 
 
+def hidden_of(output: Any) -> Any:
+    """The hidden states of a decoder block's output (a tensor, or a tuple that starts with one)."""
+    return output[0] if isinstance(output, (tuple, list)) else output
+
+
 def check_removed(removed: Iterable[int], n_layers: int) -> frozenset[int]:
     """Validate a removal set against a layer count; never remove every layer."""
     s = frozenset(int(i) for i in removed)

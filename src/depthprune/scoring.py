@@ -33,9 +33,10 @@ from dataclasses import asdict, dataclass, field
 import torch
 from torch import nn
 
-from depthprune.masking import check_removed, keep_only, restore
-from depthprune.models import find_decoder_layers, find_final_norm
-from depthprune.objectives.base import Batch, Objective, OutputHead
+from depthprune.calibration import CalibrationData
+from depthprune.gates import energy_passes, quadratic_energy
+from depthprune.masking import check_removed, hidden_of, keep_only, restore
+from depthprune.objectives.base import Batch, Objective
 
 Key = tuple[int, frozenset[int]]
 
@@ -139,15 +140,17 @@ def _default_cache_bytes(device: torch.device) -> int:
     return int(total * 0.25)
 
 
-def _first_tensor(x):
-    return x[0] if isinstance(x, (tuple, list)) else x
+Request = frozenset[int] | str  # a removal set, or ENERGY
+ENERGY = "energy"
 
 
 class Scorer:
     """``score(removed) -> loss`` for one model, objective and calibration set.
 
     Also offers ``many(sets)`` (a batch) and ``energy()`` (a quadratic model of the loss
-    over the removal vector, from gate gradients) for searchers that use them.
+    over the removal vector, from gate gradients) for searchers that use them. Every
+    request is logged in order (:attr:`requests`, memo hits included), so a search's cost
+    can be recounted as if it had run alone (:func:`replay_cost`).
     """
 
     def __init__(
@@ -161,49 +164,58 @@ class Scorer:
         keep_best: int = 4,
         verify: bool = True,
     ) -> None:
-        if not batches:
-            raise ValueError("no calibration batches")
-        self.model = model
-        self.objective = objective
-        self.batches = list(batches)
-        self.decoder = find_decoder_layers(model)
-        self.n_layers = len(self.decoder)
-        self.final_norm = find_final_norm(model)
-        self.head = OutputHead(model)
-        self.device = next(model.parameters()).device
-        self.prefix_cache = prefix_cache
-        self.cache = StateCache(cache_bytes if cache_bytes is not None else _default_cache_bytes(self.device),
-                                keep_best)
+        data = CalibrationData.build(model, batches, objective)
+        max_bytes = cache_bytes if cache_bytes is not None else _default_cache_bytes(data.device)
+        self._setup(data, prefix_cache, StateCache(max_bytes, keep_best), memo={})
         self._check_custom_masks()
-        self.stats = ScorerStats()
-        self.memo: dict[frozenset[int], float] = {}
-        self._inject: torch.Tensor | None = None
-        self._capture_budget = 0
-        self._energy: tuple[list[float], list[list[float]]] | None = None
-        self.dense_loss = self._dense()
+        self.dense_loss = self(frozenset())
+        self.requests.clear()  # the dense run is every scorer's, not a request of the search
         if verify and prefix_cache and self.n_layers >= 2:
             self._verify()
 
-    def fork(self, known: dict[frozenset[int], float] | None = None) -> Scorer:
-        """A scorer with fresh memo and counters that shares model, data and dense states.
+    def _setup(self, data: CalibrationData, prefix_cache: bool, cache: StateCache,
+               memo: dict[frozenset[int], float]) -> None:
+        """Every attribute a scorer has; forks share ``data`` (read-only) and nothing else."""
+        self.data = data
+        self.n_layers = data.n_layers
+        self.prefix_cache = prefix_cache
+        self.cache = cache
+        self.memo = memo
+        self.stats = ScorerStats()
+        self.requests: list[Request] = []
+        self.dense_loss = memo.get(frozenset(), math.nan)
+        self._inject: torch.Tensor | None = None
+        self._capture_budget = 0
+        self._energy: tuple[list[float], list[list[float]]] | None = None
 
-        ``known`` losses (e.g. the shared single-removal prior) are pre-filled into the
-        memo: they were paid for once, elsewhere, and are not counted again here.
+    # Read-only views of the shared calibration data.
+    model = property(lambda self: self.data.model)
+    batches = property(lambda self: self.data.batches)
+    objective = property(lambda self: self.data.objective)
+    decoder = property(lambda self: self.data.decoder)
+    head = property(lambda self: self.data.head)
+    final_norm = property(lambda self: self.data.final_norm)
+    device = property(lambda self: self.data.device)
+
+    def fork(self, known: dict[frozenset[int], float] | None = None) -> Scorer:
+        """A scorer with fresh memo, counters and request log over the same calibration data.
+
+        It starts from this scorer's dense states (so no dense pass is repeated) and
+        ``known`` losses (e.g. the shared single-removal prior) in its memo: they were paid
+        for once, elsewhere, and are not counted again here.
         """
         twin = object.__new__(Scorer)
-        twin.__dict__.update(self.__dict__)
-        twin.stats = ScorerStats()
-        twin.memo = {frozenset(): self.dense_loss, **(known or {})}
-        twin.cache = StateCache(self.cache.max_bytes, self.cache.keep_best)
+        memo = {frozenset(): self.dense_loss, **(known or {})}
+        twin._setup(self.data, self.prefix_cache, StateCache(self.cache.max_bytes, self.cache.keep_best), memo)
         dense_keys = self.cache.owned.get(frozenset(), [])
         twin.cache.offer(frozenset(), self.dense_loss,
                          {k: self.cache.entries[k].states for k in dense_keys if k in self.cache.entries})
-        twin._energy = None
         return twin
 
     # -- public ------------------------------------------------------------------------
     def __call__(self, removed: Iterable[int]) -> float:
         s = check_removed(removed, self.n_layers)
+        self.requests.append(s)
         if s not in self.memo:
             start = time.perf_counter()
             loss, states = self._run(s, use_cache=self.prefix_cache, capture=self.prefix_cache)
@@ -221,16 +233,19 @@ class Scorer:
 
     def energy(self) -> tuple[list[float], list[list[float]]]:
         """Quadratic model (h, J) of the loss over the removal vector; see :mod:`depthprune.gates`."""
+        self.requests.append(ENERGY)
         if self._energy is None:
-            from depthprune.gates import quadratic_energy
-
-            self._energy = quadratic_energy(self)
+            base = self(frozenset())
+            h = [self(frozenset([i])) - base for i in range(self.n_layers)]
+            start = time.perf_counter()
+            self._energy = quadratic_energy(self.data, h)
+            forwards, backwards = energy_passes(self.n_layers)
+            self.stats.layer_forwards += forwards
+            self.stats.layer_backwards += backwards
+            self.stats.seconds += time.perf_counter() - start
         return self._energy
 
     # -- the forward pass ----------------------------------------------------------------
-    def _dense(self) -> float:
-        return self(frozenset())
-
     def _run(
         self,
         removed: frozenset[int],
@@ -308,7 +323,7 @@ class Scorer:
         admitted = [True]
 
         def hook(module, args, output):
-            state = _first_tensor(output).detach()
+            state = hidden_of(output).detach()
             if not sink:
                 need = state.numel() * state.element_size() * n_batches
                 admitted[0] = need <= self._capture_budget
@@ -368,3 +383,51 @@ class Scorer:
             )
             self.prefix_cache = False
             self.cache.clear()
+
+
+# -- cost as if alone ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReplayedCost:
+    """What a sequence of requests costs on a private scorer of its own."""
+
+    evaluations: int  # distinct non-empty removal sets
+    layer_forwards: int
+    layer_backwards: int
+
+
+def replay_cost(requests: Iterable[Request], losses: dict[frozenset[int], float], n_layers: int,
+                keep_best: int = 4, final_norm: bool = True, prefix_cache: bool = True) -> ReplayedCost:
+    """Count ``requests`` as a fresh, private :class:`Scorer` would run them.
+
+    The replay applies the scorer's own memo and prefix-cache policy (the same
+    :class:`StateCache`, holding no tensors) to the request sequence, so the count
+    depends only on that sequence and the losses (which rank the kept states), never on
+    what a shared memo or cache happened to hold, nor on this machine's memory: the byte
+    budget is taken as never binding. The dense pass that every scorer starts with is
+    included. ``prefix_cache=False`` counts every set from the embeddings, as a scorer
+    whose start-up self-check turned the cache off does.
+    """
+    cache = StateCache(max_bytes=1 << 62, keep_best=keep_best)
+    seen: set[frozenset[int]] = set()
+    evaluations = forwards = backwards = 0
+    energy_done = False
+    for request in [frozenset(), *requests]:
+        if request == ENERGY:
+            if not energy_done:
+                f, b = energy_passes(n_layers)
+                forwards, backwards, energy_done = forwards + f, backwards + b, True
+            continue
+        s = frozenset(request)
+        if s in seen:
+            continue
+        seen.add(s)
+        evaluations += bool(s)
+        b, entry = cache.deepest(s, n_layers) if prefix_cache else (0, None)
+        kept = [k for k in range(b, n_layers) if k not in s]
+        if entry is not None and not kept and not final_norm:
+            kept = [k for k in range(n_layers) if k not in s]
+        forwards += len(kept)
+        cache.offer(s, losses.get(s, math.nan), {boundary_key(k + 1, s): [] for k in kept})
+    return ReplayedCost(evaluations, forwards, backwards)
