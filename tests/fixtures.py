@@ -70,3 +70,25 @@ def write_jsonl(path: Path, texts: list[str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
     return path
+
+
+def result_v2(model: str, objective: str, search: str, removed: list[int], loss: float, *, budget: int = 3,
+              n_layers: int = 12, evaluations: int = 10, metrics: dict | None = None, grid: str = "t",
+              seed: int = 0, variant: str = "default") -> dict:
+    """A constructed cell result in the current schema, as :func:`depthprune.result.read_result` returns it."""
+    from depthprune.result import SCHEMA, Identity, validate
+
+    ident = Identity(grid=grid, model=model, weights="sha256:test", profile="tiny", objective=objective,
+                     dataset="d", answer=None, calibration_seed=0, search=search, variant=variant, budget=budget,
+                     search_seed=seed, stand_in=False)
+    variant_id = f".{variant}" if variant != "default" else ""
+    stored = {
+        "schema": SCHEMA, "cell": f"{model}-{objective}-{search}{variant_id}-M{budget}", "identity": ident.to_dict(),
+        "n_layers": n_layers, "removed": list(removed), "calibration_loss": loss, "dense_calibration_loss": loss - 0.5,
+        "evaluated": metrics is not None, "metrics": metrics or {},
+        "cost": {"evaluations": evaluations, "layer_forwards": 5 * evaluations, "layer_backwards": 0,
+                 "seconds": 0.2, "search_seconds": 0.1},
+        "environment": {"device": "cpu", "dtype": "torch.float32", "packages": {"torch": "x"}, "git_revision": "abc"},
+        "fingerprint": "f", "settings": {},
+    }
+    return validate(stored, "constructed")

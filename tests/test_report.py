@@ -7,21 +7,15 @@ import re
 
 import pytest
 
-from depthprune.grid.results import SCHEMA, write_result
+from depthprune.grid.results import write_result
 from depthprune.report import write_report
 from depthprune.report import analysis as A
+from tests.fixtures import result_v2
 
 
 def _cell(model, objective, search, removed, loss, acc, evals=10, budget=3, n_layers=12):
-    return {
-        "schema": SCHEMA, "cell": f"{model}-{objective}-{search}-M{budget}", "grid": "t", "model": model,
-        "objective": objective, "search": search, "budget": budget, "seed": 0, "removed": removed,
-        "n_layers": n_layers, "calibration_loss": loss, "dense_calibration_loss": loss - 0.5,
-        "metrics": {"avg_acc": acc, "c4_ppl": math.exp(loss), "hellaswag_acc_norm": acc},
-        "cost": {"evaluations": evals, "layer_forwards": 5 * evals, "search_seconds": 0.1},
-        "environment": {"device": "cpu", "dtype": "torch.float32", "packages": {"torch": "x"}, "git_revision": "abc"},
-        "fingerprint": "f",
-    }
+    return result_v2(model, objective, search, removed, loss, budget=budget, n_layers=n_layers, evaluations=evals,
+                     metrics={"avg_acc": acc, "c4_ppl": math.exp(loss), "hellaswag_acc_norm": acc}, grid="t")
 
 
 def test_set_statistics():

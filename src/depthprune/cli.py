@@ -1,7 +1,8 @@
-"""``depthprune`` command line: prune, evaluate, grid, report.
+"""``depthprune`` command line: prune, cell, evaluate, report.
 
-Bad input exits with status 2 and one line naming the input and what is allowed,
-before anything is written.
+Exit status: 0 on success; 2 for a usage error (bad input: one line naming the flag and
+what is allowed, before anything is loaded or written); 1 for a failure during the run
+(one line with its reason; ``DEPTHPRUNE_DEBUG=1`` shows the traceback).
 """
 
 from __future__ import annotations
@@ -10,15 +11,16 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import asdict
+import tempfile
 from pathlib import Path
 from typing import Any
 
+EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 
 class UsageError(ValueError):
-    """Bad command-line input."""
+    """Bad command-line input (exit status 2)."""
 
 
 def _layers_arg(text: str) -> tuple[int, ...]:
@@ -39,100 +41,268 @@ def _kv_arg(text: str) -> tuple[str, Any]:
     return key.strip(), parsed
 
 
-def _add_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="registry id (e.g. tiny-llama3, llama3-8b), local dir or Hub id")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
-    p.add_argument("--dtype", default="auto", help="auto (bf16 on cuda, fp32 on cpu) | float32 | bfloat16 | float16")
-    p.add_argument("--allow-download", action="store_true", help="let transformers fetch missing weights from the Hub")
-    p.add_argument("--profile", choices=("paper", "tiny"), default=None,
-                   help="data profile (default: the model's; local/Hub models use 'paper')")
+def _positive(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
 
-
-def _writable_target(path: str | None, flag: str, overwrite: bool = True) -> None:
-    if path is None:
-        return
-    p = Path(path)
-    if p.exists() and p.is_dir() and flag == "--save" and any(p.iterdir()) and not overwrite:
-        raise UsageError(f"{flag} {path}: directory exists and is not empty (pass --overwrite)")
-    if p.exists() and flag == "--json" and p.is_dir():
-        raise UsageError(f"{flag} {path}: is a directory, expected a file path")
-    parent = p.parent if flag == "--json" else (p if p.exists() else p.parent)
-    while not parent.exists():
-        parent = parent.parent
-    if not os.access(parent, os.W_OK):
-        raise UsageError(f"{flag} {path}: {parent} is not writable")
-
-
-def cmd_prune(args: argparse.Namespace) -> int:
-    from depthprune.pruning import PruneConfig, check_config, prune, save_pruned
-    from depthprune.env import write_json_atomic
-
-    cfg = PruneConfig(
-        model=args.model, objective=args.objective, search=args.search, budget=args.budget, seed=args.seed,
-        device=args.device, dtype=args.dtype, calib_samples=args.calib_samples, seq_len=args.seq_len,
-        batch_size=args.batch_size, search_params=dict(args.param or []), protected=args.protect or (),
-        allow_download=args.allow_download, progress=not args.quiet, profile=args.profile,
-    )
-    _writable_target(args.save, "--save", overwrite=args.overwrite)
-    _writable_target(args.json, "--json")
-    check_config(cfg)
-    run = prune(cfg)
-    r = run.result
-    stats = run.scorer.stats
-    print(f"model      {run.spec.id} ({run.scorer.n_layers} layers)")
-    print(f"objective  {cfg.objective}  dense loss {run.dense_loss:.6f}")
-    print(f"search     {cfg.search}  budget {cfg.budget}  seed {cfg.seed}")
-    print(f"removed    {','.join(map(str, r.removed))}")
-    print(f"loss       {r.loss:.6f}  (+{r.loss - run.dense_loss:.6f} vs dense)")
-    print(f"cost       {r.evaluations} evaluations, {stats.layer_forwards} layer-forwards, {r.seconds:.2f} s")
-    if args.json:
-        write_json_atomic(args.json, {**run.to_dict(), "config": asdict(cfg)})
-        print(f"wrote      {args.json}")
-    if args.save:
-        out = save_pruned(run, args.save)
-        print(f"saved      {out} ({run.scorer.n_layers - len(r.removed)} layers)")
-    return 0
+    return parse
 
 
 def _tasks_arg(text: str) -> tuple[str, ...]:
     return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    from dataclasses import replace
+def check_destination(path: str | None, flag: str, kind: str = "file", overwrite: bool = True) -> None:
+    """Decide up front whether writing ``path`` will work, by doing what the write will do.
 
+    The write creates missing parent directories under the nearest existing ancestor, so
+    that ancestor must be a directory in which a file can really be created: this is
+    probed with a temporary file (removed at once), which also catches read-only mounts,
+    ``/proc`` and paths under a regular file, where a permission check would pass.
+    """
+    if path is None:
+        return
+    p = Path(path).expanduser()
+    if p.exists():
+        if kind == "file" and p.is_dir():
+            raise UsageError(f"{flag} {path}: is a directory, expected a file path")
+        if kind == "dir" and not p.is_dir():
+            raise UsageError(f"{flag} {path}: exists and is not a directory")
+        if kind == "dir" and any(p.iterdir()) and not overwrite:
+            raise UsageError(f"{flag} {path}: directory exists and is not empty (pass --overwrite)")
+    ancestor = p if kind == "dir" and p.is_dir() else p.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UsageError(f"{flag} {path}: {ancestor} is not a directory")
+    try:
+        with tempfile.TemporaryFile(dir=ancestor, prefix=".depthprune-probe-"):
+            pass
+    except OSError as err:
+        raise UsageError(f"{flag} {path}: cannot create files in {ancestor} ({err.strerror or err})") from None
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    from depthprune.profiles import PROFILES
+
+    p.add_argument("--model", required=True, help="registry id (e.g. tiny-llama3, llama3-8b), local dir or Hub id")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
+    p.add_argument("--dtype", default="auto", help="auto (bf16 on cuda, fp32 on cpu) | float32 | bfloat16 | float16")
+    p.add_argument("--allow-download", action="store_true", help="let transformers fetch missing weights from the Hub")
+    p.add_argument("--profile", choices=tuple(PROFILES), default=None,
+                   help="data profile (default: the model's; local/Hub models use 'paper')")
+
+
+#: Objective-size flags and the objective fields they set, first match wins.
+SIZE_FLAGS = {
+    "--calib-samples": ("calib_samples", ("n_samples", "n_items")),
+    "--seq-len": ("seq_len", ("seq_len",)),
+    "--calib-seed": ("calib_seed", ("seed",)),
+}
+
+
+def objective_params_from_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """Map the size flags onto the objective's own fields; refuse a flag that does not apply."""
+    from depthprune.objectives import OBJECTIVES, objective_fields
+
+    fields = objective_fields(args.objective)
+    params: dict[str, Any] = {}
+    for flag, (dest, candidates) in SIZE_FLAGS.items():
+        value = getattr(args, dest)
+        if value is None:
+            continue
+        target = next((f for f in candidates if f in fields), None)
+        if target is None:
+            applies = [n for n in OBJECTIVES.names() if set(candidates) & objective_fields(n)]
+            raise UsageError(f"{flag} does not apply to --objective {args.objective} (it has no "
+                             f"{' or '.join(candidates)}); it applies to: {', '.join(applies)}")
+        params[target] = value
+    for key, value in args.objective_param or []:
+        if key not in fields:
+            raise UsageError(f"--objective-param {key}: objective {args.objective!r} has no such parameter; "
+                             f"allowed: {', '.join(sorted(fields))}")
+        params[key] = value
+    return params
+
+
+def result_summary(result: dict[str, Any]) -> list[str]:
+    """The lines both ``prune`` and ``cell`` print; the cost line is the result's own."""
+    ident, cost = result["identity"], result["cost"]
+    removed = ",".join(map(str, result["removed"]))
+    lines = [
+        f"model      {ident['model']} ({result['n_layers']} layers, weights {ident['weights']})",
+        f"objective  {ident['objective']}  dense loss {result['dense_calibration_loss']:.6f}",
+        f"search     {ident['search']}  budget {ident['budget']}  seed {ident['search_seed']}",
+        f"removed    {removed}",
+        f"loss       {result['calibration_loss']:.6f}  "
+        f"(+{result['calibration_loss'] - result['dense_calibration_loss']:.6f} vs dense)",
+        f"cost       {cost['evaluations']} evaluations, {cost['layer_forwards']} layer-forwards, "
+        f"{cost['layer_backwards']} layer-backwards (as if alone); {cost['seconds']:.2f} s",
+    ]
+    if result.get("evaluated"):
+        m = result["metrics"]
+        shown = [f"{k} {v:.4f}" for k, v in m.items() if k in ("wikitext2_ppl", "c4_ppl", "avg_acc")]
+        lines.append(f"metrics    {', '.join(shown)}")
+    return lines
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    from depthprune.env import write_json_atomic
+    from depthprune.models import WeightsUnavailable, resolve, resolve_device, resolve_dtype
+    from depthprune.objectives import OBJECTIVES, make_objective
+    from depthprune.recipe import Session, check_budget, count_layers, identity, make_result, save_pruned
+    from depthprune.search import SEARCHERS, get_searcher
+
+    # -- validate: everything that can be checked before loading weights (exit 2) --------
+    try:
+        spec = resolve(args.model)
+    except WeightsUnavailable as err:
+        raise UsageError(f"--model {args.model}: {err}") from None
+    except ValueError as err:
+        raise UsageError(f"--model: {err}") from None
+    if args.objective not in OBJECTIVES:
+        raise UsageError(f"--objective {args.objective!r} is unknown; allowed: {OBJECTIVES.allowed()}")
+    if args.search not in SEARCHERS:
+        raise UsageError(f"--search {args.search!r} is unknown; allowed: {SEARCHERS.allowed()}")
+    search_params = dict(args.param or [])
+    try:
+        get_searcher(args.search, **search_params)
+    except (TypeError, ValueError) as err:
+        raise UsageError(f"--param: {err}") from None
+    objective_params = objective_params_from_flags(args)
+    try:
+        make_objective(args.objective, args.profile or spec.profile, **objective_params)
+    except (TypeError, ValueError) as err:
+        raise UsageError(f"--objective-param: {err}") from None
+    try:
+        resolve_dtype(args.dtype, resolve_device(args.device))
+    except ValueError as err:
+        raise UsageError(f"--device/--dtype: {err}") from None
+    check_destination(args.save, "--save", kind="dir", overwrite=args.overwrite)
+    check_destination(args.json, "--json")
+    n_layers = count_layers(spec, args.allow_download)
+    protected = args.protect or ()
+    bad = [i for i in protected if not 0 <= i < n_layers]
+    if bad:
+        raise UsageError(f"--protect {','.join(map(str, bad))}: {spec.id} has {n_layers} layers; allowed 0..{n_layers - 1}")
+    try:
+        check_budget(spec, n_layers, args.budget, protected)
+    except ValueError as err:
+        raise UsageError(f"--{err}") from None
+
+    # -- run (a failure here exits 1) -------------------------------------------------------
+    session = Session.open(spec, profile=args.profile, device=args.device, dtype=args.dtype,
+                           batch_size=args.batch_size, allow_download=args.allow_download)
+    calib = session.calibrate(args.objective, **objective_params)
+    outcome = calib.search(args.search, args.budget, seed=args.seed, params=search_params, protected=protected,
+                           progress=False if args.quiet else args.search)
+    eval_config = session.profile.eval_config() if args.evaluate else None
+    evaluation = session.evaluate(outcome.removed, eval_config) if args.evaluate else None
+    ident = identity(session, calib, args.search, args.budget, args.seed)
+    result = make_result(session, calib, outcome, ident, evaluation, eval_config, protected=protected)
+    for line in result_summary(result):
+        print(line)
+    if args.json:
+        from depthprune.result import to_json
+
+        write_json_atomic(args.json, to_json(result))
+        print(f"wrote      {args.json}")
+    if args.save:
+        out = save_pruned(session, result, args.save)
+        print(f"saved      {out} ({n_layers - len(outcome.removed)} layers)")
+    return 0
+
+
+def cmd_cell(args: argparse.Namespace) -> int:
+    from depthprune.grid.cases import CaseFileError, load_grids
+    from depthprune.grid.reference import compare, format_failure, read_reference
+    from depthprune.grid.runner import CellSkipped, GridRunner
+
+    if not Path(args.cases).is_dir():
+        raise UsageError(f"--cases {args.cases}: not a directory of case files")
+    try:
+        grids = load_grids(args.cases)
+    except CaseFileError as err:
+        raise UsageError(str(err)) from None
+    found = [(g, c) for g in grids for c in g.cells() if c.id == args.cell and (args.grid in (None, g.name))]
+    if not found:
+        names = ", ".join(g.name for g in grids)
+        raise UsageError(f"cell {args.cell!r} is in no grid of {args.cases} ({names}); "
+                         "ids read <model>-<objective>-<searcher>-M<budget>")
+    if len(found) > 1:
+        raise UsageError(f"cell {args.cell!r} is in grids {', '.join(g.name for g, _ in found)}; pass --grid")
+    grid, cell = found[0]
+    check_destination(args.results, "--results", kind="dir")
+    runner = GridRunner(args.results, device=args.device, redo=args.redo)
+    try:
+        result = runner.result(grid, cell)
+    except CellSkipped as reason:
+        print(f"{cell.id}: skipped: {reason}")
+        return 0
+    finally:
+        runner.close()
+    print(f"cell       {grid.name}/{cell.id} ({'resumed' if runner.resumed else 'ran'})")
+    for line in result_summary(result):
+        print(line)
+    reference = read_reference(args.reference_dir, cell.id)
+    if reference is None:
+        print(f"reference  none in {args.reference_dir}")
+        return 0
+    problems, notes = compare(result, reference)
+    for note in notes:
+        print(f"note       {note}")
+    if problems:
+        print(format_failure(cell.id, problems, notes), file=sys.stderr)
+        return EXIT_FAILURE
+    print("reference  matches")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from depthprune.env import environment, write_json_atomic
-    from depthprune.evaluate import EvalConfig, default_cache_dir, evaluate
-    from depthprune.models import load_model, resolve
-    from depthprune.pruning import count_layers
+    from depthprune.evaluate import default_cache_dir
+    from depthprune.models import WeightsUnavailable, resolve
+    from depthprune.profiles import get_profile
+    from depthprune.recipe import Session, count_layers
 
-    spec = resolve(args.model)
-    if args.profile:
-        spec = replace(spec, profile=args.profile)
+    try:
+        spec = resolve(args.model)
+    except (ValueError, WeightsUnavailable) as err:
+        raise UsageError(f"--model: {err}") from None
+    profile = get_profile(args.profile or spec.profile)
+    try:
+        cfg = profile.eval_config(tasks=args.tasks, seq_len=args.seq_len, limit=args.limit,
+                                  batch_size=args.batch_size, lambada=not args.no_lambada,
+                                  perplexity=() if args.no_perplexity else None)
+    except (TypeError, ValueError) as err:
+        raise UsageError(f"--tasks: {err}") from None
+    check_destination(args.json, "--json")
     n_layers = count_layers(spec, args.allow_download)
     removed = args.remove or ()
     bad = [i for i in removed if not 0 <= i < n_layers]
     if bad or len(removed) >= n_layers:
         raise UsageError(f"--remove {','.join(map(str, removed))}: {spec.id} has {n_layers} layers; "
                          f"allowed: fewer than {n_layers} distinct indices in 0..{n_layers - 1}")
-    cfg = EvalConfig.for_profile(spec.profile, tasks=args.tasks, seq_len=args.seq_len, limit=args.limit,
-                                 batch_size=args.batch_size, lambada=not args.no_lambada,
-                                 perplexity=() if args.no_perplexity else None)
-    _writable_target(args.json, "--json")
-    model, tokenizer = load_model(spec, device=args.device, dtype=args.dtype, allow_download=args.allow_download)
-    cache = None if args.no_cache else default_cache_dir()
-    result = evaluate(model, tokenizer, spec.id, removed, spec.profile, cfg, cache_dir=cache)
+    session = Session.open(spec, profile=profile, device=args.device, dtype=args.dtype,
+                           allow_download=args.allow_download)
+    result = session.evaluate(removed, cfg, cache_dir=None if args.no_cache else default_cache_dir())
     rows = [(k, f"{v:.4f}") for k, v in result.metrics.items() if not k.endswith("_stderr")]
     print(f"{spec.id} without layers [{','.join(map(str, removed))}] "
           f"({result.seconds:.1f} s{', cached' if result.cached else ''})")
     print(tabulate(rows, headers=("metric", "value"), tablefmt="github"))
     if args.json:
-        write_json_atomic(args.json, {"model": spec.id, "removed": list(removed), "metrics": result.metrics,
-                                      "protocol": result.protocol, "seconds": result.seconds,
-                                      "environment": environment(str(next(model.parameters()).device),
-                                                                 str(next(model.parameters()).dtype))})
+        write_json_atomic(args.json, {"model": spec.id, "weights": session.weights, "removed": list(removed),
+                                      "metrics": result.metrics, "protocol": result.protocol,
+                                      "seconds": result.seconds,
+                                      "environment": environment(session.device, session.dtype)})
         print(f"wrote {args.json}")
     return 0
 
@@ -145,7 +315,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     for d in args.results:
         if not Path(d).is_dir():
             raise UsageError(f"--results {d}: not a directory")
-    _writable_target(args.out, "--json")
+    check_destination(args.out, "--out")
     start = time.perf_counter()
     command = "depthprune report " + " ".join(f"--results {d}" for d in args.results) + f" --out {args.out}"
     out = write_report(args.results, args.out, args.figures, command=command)
@@ -154,25 +324,45 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from depthprune.objectives import OBJECTIVES
+    from depthprune.search import SEARCHERS
+
     parser = argparse.ArgumentParser(prog="depthprune", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("prune", help="find the blocks to remove; optionally save the smaller checkpoint")
+    p = sub.add_parser("prune", help="find the blocks to remove; optionally evaluate and save the smaller checkpoint")
     _add_model_args(p)
-    p.add_argument("--objective", default="ppl", help="calibration objective (ppl, margin, kl)")
-    p.add_argument("--search", default="greedy", help="searcher (oneshot, greedy, beam, ga, bo, cbo, fbs, exhaustive)")
+    p.add_argument("--objective", default="ppl", help=f"calibration objective ({OBJECTIVES.allowed()})")
+    p.add_argument("--search", default="greedy", help=f"searcher ({SEARCHERS.allowed()})")
     p.add_argument("--budget", type=int, required=True, help="number of blocks to remove (M)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--calib-samples", type=int, default=None, help="calibration windows (ppl/kl) or items (margin)")
-    p.add_argument("--seq-len", type=int, default=None, help="calibration window length in tokens")
-    p.add_argument("--batch-size", type=int, default=8, help="sequences per forward micro-batch")
+    p.add_argument("--seed", type=int, default=0, help="the searcher's seed")
+    p.add_argument("--calib-samples", type=_positive(1), default=None,
+                   help="calibration windows (ppl, kl) or items (margin); default: the profile's")
+    p.add_argument("--seq-len", type=_positive(2), default=None,
+                   help="calibration window length in tokens (objectives with windows: ppl, kl)")
+    p.add_argument("--calib-seed", type=_positive(0), default=None, help="seed of the calibration sample")
+    p.add_argument("--objective-param", type=_kv_arg, action="append", metavar="KEY=VALUE",
+                   help="any other objective parameter (e.g. answer=cloze, dataset=c4_train)")
+    p.add_argument("--batch-size", type=_positive(1), default=None,
+                   help="sequences per forward micro-batch (default: the profile's)")
     p.add_argument("--param", type=_kv_arg, action="append", metavar="KEY=VALUE", help="searcher hyper-parameter")
     p.add_argument("--protect", type=_layers_arg, default=None, metavar="I,J", help="layers that may not be removed")
+    p.add_argument("--evaluate", action="store_true", help="also run the perplexity suite and zero-shot tasks")
     p.add_argument("--save", default=None, metavar="DIR", help="write the pruned checkpoint here")
     p.add_argument("--overwrite", action="store_true", help="allow --save into a non-empty directory")
-    p.add_argument("--json", default=None, metavar="FILE", help="write the result as JSON")
+    p.add_argument("--json", default=None, metavar="FILE", help="write the result (schema 2) as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_prune)
+
+    p = sub.add_parser("cell", help="run (or resume) one grid cell by its id, outside pytest")
+    p.add_argument("cell", help="cell id, e.g. tiny-llama3-ppl-greedy-M3")
+    p.add_argument("--grid", default=None, help="the grid, where an id is in several")
+    p.add_argument("--cases", default="cases", help="directory of case files (default: ./cases)")
+    p.add_argument("--results", default="results", help="results directory (default: ./results)")
+    p.add_argument("--reference-dir", default="reference", help="compare with the reference here, if any")
+    p.add_argument("--redo", action="store_true", help="recompute even if a finished result exists")
+    p.add_argument("--device", default=None, help="device (default: the grid's)")
+    p.set_defaults(func=cmd_cell)
 
     p = sub.add_parser("evaluate", help="perplexity suite + zero-shot tasks of the model without some layers")
     _add_model_args(p)
@@ -181,9 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated zero-shot tasks (default: hellaswag,winogrande,arc_easy,arc_challenge,piqa,boolq)")
     p.add_argument("--no-lambada", action="store_true", help="skip LAMBADA")
     p.add_argument("--no-perplexity", action="store_true", help="skip WikiText-2 / C4 perplexity")
-    p.add_argument("--seq-len", type=int, default=None, help="perplexity window length (paper 2048; tiny 256)")
-    p.add_argument("--limit", type=int, default=None, help="lm-eval items per task (default all)")
-    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--seq-len", type=_positive(2), default=None, help="perplexity window length (paper 2048; tiny 256)")
+    p.add_argument("--limit", type=_positive(1), default=None, help="lm-eval items per task (default all)")
+    p.add_argument("--batch-size", type=_positive(1), default=None)
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the evaluation cache")
     p.add_argument("--json", default=None, metavar="FILE", help="write metrics and protocol as JSON")
     p.set_defaults(func=cmd_evaluate)
@@ -198,19 +388,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from depthprune.data import DataUnavailable
-    from depthprune.models import WeightsUnavailable
-
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # argparse exits 2 on its own usage errors
     try:
         return args.func(args)
-    except (UsageError, ValueError, WeightsUnavailable, DataUnavailable, OSError) as err:
+    except UsageError as err:
+        print(f"depthprune {args.command}: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"depthprune {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - a failure during the run: one line, status 1
         if os.environ.get("DEPTHPRUNE_DEBUG"):
             raise
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
-        print(f"depthprune {args.command}: error: {message}", file=sys.stderr)
-        return EXIT_USAGE
+        print(f"depthprune {args.command}: failed: {type(err).__name__}: {message}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

@@ -1,22 +1,37 @@
-"""The environment a result was produced in, and atomic file writes.
+"""The environment a result was produced in, fingerprints of the code, atomic file writes.
 
 Every result records package versions, device, dtype and the git revision, so a
-number in REPORT.md can be traced to what produced it.
+number in REPORT.md can be traced to what produced it. Whether a stored result may be
+*reused* is decided by fingerprints instead: :func:`code_fingerprint` hashes the modules
+that can change a result (not the git revision, which would invalidate every result at
+every commit, including commits that only touch the report or the docs), and
+:func:`library_versions` the libraries that compute one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
 import subprocess
 import sys
 import tempfile
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 PACKAGES = ("depthprune", "torch", "transformers", "datasets", "tokenizers", "lm_eval", "botorch", "scipy", "numpy")
+#: Libraries whose version can change a result (depthprune itself is covered by code_fingerprint).
+RESULT_LIBRARIES = tuple(p for p in PACKAGES if p != "depthprune") + ("gpytorch", "gguf")
+
+_PACKAGE_ROOT = Path(__file__).resolve().parent
+#: Parts of the package that cannot change a result: presentation (report, CLI), the
+#: harness around a cell (references, case-file parsing: case settings enter the cell
+#: fingerprint themselves) and the tiny family's build recipe (its outputs, the shipped
+#: weights and fixtures, are fingerprinted as data).
+_NOT_RESULT_AFFECTING = ("report/", "cli.py", "grid/reference.py", "grid/cases.py", "tiny/")
 
 
 def package_versions() -> dict[str, str]:
@@ -27,6 +42,38 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             out[name] = "absent"
     return out
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries that compute results (part of every result fingerprint)."""
+    out = {}
+    for name in RESULT_LIBRARIES:
+        try:
+            out[name] = metadata.version(name.replace("_", "-"))
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def _result_affecting_files() -> list[Path]:
+    files = []
+    for path in sorted(_PACKAGE_ROOT.rglob("*")):
+        rel = path.relative_to(_PACKAGE_ROOT).as_posix()
+        if not path.is_file() or "__pycache__" in rel or rel.startswith(_NOT_RESULT_AFFECTING):
+            continue
+        if path.suffix == ".py" or (rel.startswith("assets/tiny/") and "/models/" not in rel):
+            files.append(path)  # code, plus the shipped fixtures, tasks and tokenizer (weights: weights.py)
+    return files
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """sha256 (16 hex) of the result-affecting modules and shipped data, by content."""
+    digest = hashlib.sha256()
+    for path in _result_affecting_files():
+        digest.update(path.relative_to(_PACKAGE_ROOT).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:16]
 
 
 def git_revision(path: Path | None = None) -> str:

@@ -36,6 +36,8 @@ class ModelSpec:
     family: str = ""
     profile: DataProfile = "paper"
     revision: str | None = None
+    weights_file: str | None = None  # one named file (e.g. a GGUF) instead of every weight file
+
 
     @property
     def is_local(self) -> bool:
@@ -127,6 +129,15 @@ def locate(model: str | ModelSpec, allow_download: bool = False) -> str:
         f"{spec.id}: weights for {spec.source} not found locally (tried: {'; '.join(tried)}). "
         "Download them (huggingface-cli download), set DEPTHPRUNE_MODELS_DIR, or allow downloads."
     )
+
+
+STAND_IN_MARKER = "depthprune-stand-in.json"
+
+
+def is_stand_in(path: str | Path) -> bool:
+    """Whether a checkpoint directory is a rehearsal stand-in (it carries the marker file that
+    the stand-in builder writes): results made on it are flagged and never taken for real ones."""
+    return (Path(path) / STAND_IN_MARKER).is_file()
 
 
 def resolve_dtype(dtype: str | torch.dtype, device: str) -> torch.dtype:

@@ -46,6 +46,7 @@ else:  # pragma: no cover
 
 from depthprune.evaluate import EvalConfig
 from depthprune.models import MODELS
+from depthprune.profiles import Profile, get_profile
 
 MARKERS = ("gpu", "slow", "tiny")
 
@@ -67,7 +68,12 @@ class Tolerance:
 
 @dataclass(frozen=True)
 class Cell:
-    """One benchmark case: a model pruned by a searcher under an objective."""
+    """One benchmark case: a model pruned by a searcher under an objective.
+
+    ``seed`` is the searcher's; ``calibration_seed`` (None: the case file's objective seed)
+    picks the calibration sample; ``variant`` names a searcher-parameter variant. The id
+    names every axis that differs from its default, so ``-k`` selects by any of them.
+    """
 
     grid: str
     model: str
@@ -75,11 +81,15 @@ class Cell:
     search: str
     budget: int
     seed: int = 0
+    calibration_seed: int | None = None
+    variant: str = "default"
 
     @property
     def id(self) -> str:
+        variant = f".{self.variant}" if self.variant != "default" else ""
         suffix = f"-s{self.seed}" if self.seed else ""
-        return f"{self.model}-{self.objective}-{self.search}-M{self.budget}{suffix}"
+        calib = f"-c{self.calibration_seed}" if self.calibration_seed is not None else ""
+        return f"{self.model}-{self.objective}-{self.search}{variant}-M{self.budget}{suffix}{calib}"
 
     @property
     def group(self) -> str:
@@ -117,8 +127,16 @@ class Grid:
             for seed in self.seeds
         ]
 
-    def eval_config(self, profile: str) -> EvalConfig:
-        return EvalConfig.for_profile(profile, **self.evaluation)
+    def eval_config(self, profile: str | Profile) -> EvalConfig:
+        return get_profile(profile).eval_config(**self.evaluation)
+
+    def cell(self, cell_id: str) -> Cell:
+        """The cell with this id; the error lists a few ids that are there."""
+        for c in self.cells():
+            if c.id == cell_id:
+                return c
+        ids = [c.id for c in self.cells()]
+        raise KeyError(f"{self.path}: no cell {cell_id!r}; e.g. {', '.join(ids[:3])} ({len(ids)} cells)")
 
 
 _GRID_KEYS = {"name": str, "description": str, "models": list, "objectives": list, "searchers": list,
@@ -209,7 +227,7 @@ def load_grid(path: str | Path) -> Grid:
     if "tasks" in evaluation:
         evaluation["tasks"] = tuple(evaluation["tasks"])
     try:
-        EvalConfig.for_profile("paper", **evaluation)
+        get_profile("paper").eval_config(**evaluation)
     except (TypeError, ValueError) as err:
         raise _fail(path, "[evaluation]", str(err)) from None
     tol_raw = _check_params(path, "tolerance", "", raw.get("tolerance", {}), {f.name for f in fields(Tolerance)})

@@ -2,37 +2,30 @@
 
 Layout under a results directory (any number of them can be merged by the reporter):
 
-    <results>/<grid>/<cell-id>.json        one finished cell
+    <results>/<grid>/<cell-id>.json        one finished cell (schema: depthprune.result)
     <results>/<grid>/dense/<model>.json    the dense model's metrics and calibration losses
-    <results>/<grid>/eval-cache/           evaluation cache (by model + removed set)
+    <results>/<grid>/eval-cache/           evaluation cache (by model weights + removed set)
 
 A cell's file appears only when the cell is finished (write-to-temp + rename), so a run
 killed at any moment leaves finished cells intact and no partial file; a rerun skips
-every cell whose file exists and whose *fingerprint* (the settings that produced it)
-still matches the case file, and redoes the rest.
+every cell whose file exists and whose *fingerprint* (the settings that produced it,
+including the code and library versions) still matches, and redoes the rest. A result
+made on a stand-in model is never taken for a real one (the stand-in flag is part of
+the identity, so of the fingerprint).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from depthprune.env import write_json_atomic
+from depthprune.result import REQUIRED_FIELDS, ResultError, read_result, to_json
 
-SCHEMA = 1
-REQUIRED_FIELDS = ("schema", "cell", "grid", "model", "objective", "search", "budget", "seed", "removed",
-                   "calibration_loss", "metrics", "cost", "environment", "fingerprint")
-
-
-class ResultError(ValueError):
-    """A result file is unreadable or incomplete."""
-
-
-def fingerprint(settings: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+__all__ = ["ResultError", "cell_path", "dense_path", "iter_dense", "iter_results", "load_finished",
+           "read_result", "write_result"]
 
 
 def cell_path(results_dir: str | Path, grid: str, cell_id: str) -> Path:
@@ -43,25 +36,11 @@ def dense_path(results_dir: str | Path, grid: str, model: str) -> Path:
     return Path(results_dir) / grid / "dense" / f"{model}.json"
 
 
-def read_result(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ResultError(f"{path}: not valid JSON ({err})") from None
-    missing = [k for k in REQUIRED_FIELDS if k not in data]
-    if missing:
-        raise ResultError(f"{path}: missing field(s) {', '.join(missing)}")
-    if data["schema"] != SCHEMA:
-        raise ResultError(f"{path}: schema {data['schema']} (this depthprune reads {SCHEMA})")
-    return data
-
-
 def write_result(path: str | Path, result: dict[str, Any]) -> None:
     missing = [k for k in REQUIRED_FIELDS if k not in result]
     if missing:
-        raise ResultError(f"refusing to write an incomplete result: missing {', '.join(missing)}")
-    write_json_atomic(path, result)
+        raise ResultError(f"refusing to write an incomplete result to {path}: missing {', '.join(missing)}")
+    write_json_atomic(path, to_json(result))
 
 
 def load_finished(path: Path, expected_fingerprint: str) -> dict[str, Any] | None:
@@ -75,8 +54,11 @@ def load_finished(path: Path, expected_fingerprint: str) -> dict[str, Any] | Non
     return data if data.get("fingerprint") == expected_fingerprint else None
 
 
-def iter_results(dirs: Iterable[str | Path]) -> Iterator[dict[str, Any]]:
-    """Every cell result under ``dirs`` (recursively); a cell found twice keeps the newest."""
+def iter_results(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator[dict[str, Any]]:
+    """Every cell result under ``dirs`` (recursively); a cell found twice keeps the newest.
+
+    Results made on stand-in models are skipped unless ``stand_in`` (then only they are read).
+    """
     newest: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
     for d in dirs:
         for path in sorted(Path(d).rglob("*.json")):
@@ -85,6 +67,8 @@ def iter_results(dirs: Iterable[str | Path]) -> Iterator[dict[str, Any]]:
             try:
                 data = read_result(path)
             except ResultError:
+                continue
+            if bool(data["stand_in"]) != stand_in or data["cell"] is None:
                 continue
             key = (data["grid"], data["cell"])
             stamp = path.stat().st_mtime

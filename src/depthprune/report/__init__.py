@@ -8,6 +8,7 @@ Everything in the report is computed here from the result files; nothing is type
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -104,7 +105,7 @@ def _spearman_section(conds) -> list[str]:
 
 def _overlap_section(conds) -> list[str]:
     lines = ["Mean pairwise Jaccard overlap of removed sets across searchers (within an objective), and "
-             "Jaccard between the two objectives' sets for the same searcher.", ""]
+             "Jaccard between each pair of objectives' sets for the same searcher.", ""]
     within = []
     for (grid, model, objective, budget), rs in conds.items():
         within.append([grid, model, objective, budget, len(rs),
@@ -120,12 +121,13 @@ def _overlap_section(conds) -> list[str]:
     across = []
     for (grid, model, budget), by_search in sorted(pairs.items()):
         for search, objs in sorted(by_search.items(), key=lambda kv: A.searcher_rank(kv[0])):
-            if {"ppl", "margin"} <= set(objs):
-                across.append([grid, model, budget, search, _layers(objs["ppl"]), _layers(objs["margin"]),
-                               _f(A.jaccard(objs["ppl"], objs["margin"]), 2)])
+            for a, b in itertools.combinations(sorted(objs), 2):  # every pair of objectives present
+                across.append([grid, model, budget, search, f"{a} / {b}", _layers(objs[a]), _layers(objs[b]),
+                               _f(A.jaccard(objs[a], objs[b]), 2)])
     if across:
-        lines += ["", tabulate(across, headers=["grid", "model", "M", "searcher", "ppl removes", "margin removes",
-                                                "Jaccard"], tablefmt="github", disable_numparse=True)]
+        lines += ["", tabulate(across, headers=["grid", "model", "M", "searcher", "objectives", "first removes",
+                                                "second removes", "Jaccard"], tablefmt="github",
+                               disable_numparse=True)]
     lines += ["", "contiguity = share of removed layers with a removed neighbour; mean depth = mean position of "
                   "removed layers (0 = first block, 1 = last)."]
     return lines

@@ -25,12 +25,15 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-SEARCHER_ORDER = ("oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs", "exhaustive")
 MIN_DISTINCT_FOR_SPEARMAN = 5
 
 
-def searcher_rank(name: str) -> int:
-    return SEARCHER_ORDER.index(name) if name in SEARCHER_ORDER else len(SEARCHER_ORDER)
+def searcher_rank(name: str) -> tuple[int, str]:
+    """Table order: each registered searcher's ``order`` (cheap to dear), unknown names last."""
+    from depthprune.search import SEARCHERS
+
+    cls = SEARCHERS.get(name)
+    return (cls.order if cls is not None else 1 << 30, name)
 
 
 Condition = tuple[str, str, str, int]  # grid, model, objective, budget
@@ -41,7 +44,7 @@ def by_condition(results: Iterable[dict[str, Any]]) -> dict[Condition, list[dict
     for r in results:
         out[(r["grid"], r["model"], r["objective"], r["budget"])].append(r)
     for rows in out.values():
-        rows.sort(key=lambda r: (searcher_rank(r["search"]), r["search"], r["seed"]))
+        rows.sort(key=lambda r: (searcher_rank(r["search"]), r["search"], r["search_seed"], r["variant"]))
     return dict(sorted(out.items()))
 
 

@@ -1,0 +1,279 @@
+"""The pruning recipe: the one code path from (model, objective, searcher, budget) to a result.
+
+    session = Session.open("tiny-llama3")              # load once
+    calib = session.calibrate("ppl")                   # batches, dense scorer, prior: once per objective
+    outcome = calib.search("greedy", budget=3, seed=0) # cost counted as if the searcher ran alone
+    evaluation = session.evaluate(outcome.removed)     # optional: perplexity suite + zero-shot
+    result = make_result(session, calib, outcome, evaluation)   # one result schema (depthprune.result)
+
+``depthprune prune``, ``depthprune cell`` and every grid cell run exactly these steps, so
+the CLI with a cell's settings reproduces the cell's removed set, loss and cost.
+
+Shared work and honest cost. Within a session the dense pass and the single-removal
+*prior* are computed once per objective and handed to every searcher (DESIGN.md); each
+search runs on a fork of the dense scorer. The cost a result reports is nevertheless the
+cost *as if the searcher ran alone*: the prior is charged to every searcher that asks
+for it, and layer-forwards are recounted by replaying the searcher's own requests
+through a private prefix cache (:func:`depthprune.scoring.replay_cost`) — so the count
+is the same on every machine and in every order of cells. What this process actually
+ran is reported beside it (``layer_forwards_here``), and wall-clock seconds beside both.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from depthprune.env import code_fingerprint, environment, library_versions, write_json_atomic
+from depthprune.masking import prune_layers
+from depthprune.evaluate import EvalConfig, EvalResult, evaluate
+from depthprune.models import ModelSpec, is_stand_in, load_model, locate, resolve, resolve_device, resolve_dtype
+from depthprune.objectives import Objective, make_objective
+from depthprune.profiles import Profile, get_profile
+from depthprune.result import SCHEMA, Identity, fingerprint, to_json
+from depthprune.scoring import Scorer, replay_cost
+from depthprune.search import SearchResult, get_searcher
+from depthprune.weights import fingerprint as weights_fingerprint
+
+#: How ``cost`` is counted; written into every result.
+COUNTING = ("as if the searcher ran alone: the dense pass, the single-removal prior when the searcher uses it, "
+            "and the searcher's own requests replayed through a private prefix cache (keep_best per size, byte "
+            "budget not binding); gate-gradient passes counted per pass; the start-up self-check excluded")
+
+
+@dataclass
+class Session:
+    """A loaded model with the settings every search on it shares."""
+
+    spec: ModelSpec
+    profile: Profile
+    model: Any
+    tokenizer: Any
+    device: str
+    dtype: str  # the torch dtype actually loaded, e.g. "torch.float32"
+    weights: str  # fingerprint of the weight files loaded (depthprune.weights)
+    stand_in: bool  # a rehearsal stand-in under a real id: never a real result
+    batch_size: int
+    load_seconds: float
+    _calibrations: dict[tuple, Calibration] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def open(cls, model: str | ModelSpec, profile: str | Profile | None = None, device: str = "auto",
+             dtype: str = "auto", batch_size: int | None = None, allow_download: bool = False) -> Session:
+        spec = resolve(model)
+        prof = get_profile(profile or spec.profile)
+        dev = resolve_device(device)
+        start = time.perf_counter()
+        path = locate(spec, allow_download=allow_download)
+        hf_model, tokenizer = load_model(spec, device=dev, dtype=dtype, allow_download=allow_download)
+        weights = weights_fingerprint(path, spec.weights_file) if Path(path).is_dir() else f"hub:{path}"
+        return cls(spec, prof, hf_model, tokenizer, dev, str(next(hf_model.parameters()).dtype), weights,
+                   is_stand_in(path), batch_size or prof.batch_size, time.perf_counter() - start)
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.model.config.num_hidden_layers)
+
+    def calibrate(self, objective: str, **params: Any) -> Calibration:
+        """The objective's calibration batches, dense scorer and prior (built once per settings)."""
+        obj = make_objective(objective, self.profile, **params)
+        key = (objective, tuple(sorted(obj.params().items())))
+        if key not in self._calibrations:
+            self._calibrations[key] = Calibration.build(self, obj)
+        return self._calibrations[key]
+
+    def calibrations(self) -> list[Calibration]:
+        """The objectives calibrated so far on this session."""
+        return list(self._calibrations.values())
+
+    def evaluate(self, removed: tuple[int, ...] | list[int], cfg: EvalConfig | None = None,
+                 cache_dir: str | Path | None = None) -> EvalResult:
+        return evaluate(self.model, self.tokenizer, self.spec.id, list(removed), self.profile,
+                        cfg or self.profile.eval_config(), cache_dir=cache_dir, weights=self.weights)
+
+    def close(self) -> None:
+        self._calibrations.clear()
+        del self.model
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+@dataclass
+class Calibration:
+    """One objective on one session: the dense scorer and the single-removal prior, shared."""
+
+    session: Session
+    objective: Objective
+    scorer: Scorer
+    prior: list[float]
+    dense_seconds: float
+    prior_seconds: float
+
+    @classmethod
+    def build(cls, session: Session, objective: Objective) -> Calibration:
+        start = time.perf_counter()
+        batches = objective.prepare(session.tokenizer, session.profile, session.batch_size)
+        scorer = Scorer(session.model, batches, objective)
+        dense_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        prior = [scorer(frozenset([i])) for i in range(scorer.n_layers)]
+        return cls(session, objective, scorer, prior, dense_seconds, time.perf_counter() - start)
+
+    @property
+    def name(self) -> str:
+        return self.objective.name
+
+    @property
+    def dense_loss(self) -> float:
+        return self.scorer.dense_loss
+
+    def search(self, searcher: str, budget: int, seed: int = 0, params: dict[str, Any] | None = None,
+               protected: tuple[int, ...] = (), use_prior: bool = True, progress: bool | str = False) -> SearchOutcome:
+        """Run ``searcher`` on a fork of the dense scorer; cost as if it ran alone (module docstring)."""
+        instance = get_searcher(searcher, progress=progress, **(params or {}))
+        known = {frozenset([i]): loss for i, loss in enumerate(self.prior)} if use_prior else {}
+        fork = self.scorer.fork(known=known)
+        torch.manual_seed(seed)
+        result = instance.search(n_layers=fork.n_layers, budget=budget, score=fork, seed=seed,
+                                 protected=frozenset(protected), prior=self.prior if use_prior else None)
+        charged_prior = bool(result.info.get("used_given_prior"))
+        singles = [frozenset([i]) for i in range(fork.n_layers)] if charged_prior else []
+        losses = {**fork.memo, **known}
+        replay = replay_cost([*singles, *fork.requests], losses, fork.n_layers, fork.cache.keep_best,
+                             final_norm=fork.final_norm is not None, prefix_cache=fork.prefix_cache)
+        prior_seconds = self.prior_seconds if charged_prior else 0.0
+        cost = {
+            "evaluations": replay.evaluations,
+            "search_evaluations": result.evaluations,
+            "prior_evaluations": len(singles),
+            "layer_forwards": replay.layer_forwards,
+            "layer_backwards": replay.layer_backwards,
+            "layer_forwards_here": fork.stats.layer_forwards,
+            "seconds": self.dense_seconds + prior_seconds + result.seconds,
+            "search_seconds": result.seconds,
+            "prior_seconds": prior_seconds,
+            "dense_seconds": self.dense_seconds,
+            "exhausted_budget": result.exhausted,
+            "counting": COUNTING,
+        }
+        return SearchOutcome(result, cost, use_prior)
+
+
+@dataclass
+class SearchOutcome:
+    result: SearchResult
+    cost: dict[str, Any]
+    use_prior: bool
+
+    @property
+    def removed(self) -> tuple[int, ...]:
+        return self.result.removed
+
+
+def identity(session: Session, calib: Calibration, searcher: str, budget: int, seed: int,
+             variant: str = "default", grid: str | None = None) -> Identity:
+    params = calib.objective.params()
+    return Identity(
+        grid=grid, model=session.spec.id, weights=session.weights, profile=session.profile.name,
+        objective=calib.name, dataset=params.get("dataset", ""), answer=params.get("answer"),
+        calibration_seed=params.get("seed", 0), search=searcher, variant=variant, budget=budget,
+        search_seed=seed, stand_in=session.stand_in,
+    )
+
+
+def settings(ident: Identity, objective_params: dict[str, Any], search_params: dict[str, Any],
+             evaluation: EvalConfig | None, batch_size: int, device: str, dtype: str,
+             protected: tuple[int, ...] = (), use_prior: bool = True) -> dict[str, Any]:
+    """Everything that determines a result; its hash is the result's fingerprint."""
+    return {
+        "schema": SCHEMA, "identity": ident.to_dict(), "objective_params": objective_params,
+        "search_params": search_params, "use_prior": use_prior, "protected": list(protected),
+        "evaluation": asdict(evaluation) if evaluation is not None else None, "batch_size": batch_size,
+        "device": device.split(":")[0], "dtype": dtype, "code": code_fingerprint(),
+        "libraries": library_versions(),
+    }
+
+
+def make_result(session: Session, calib: Calibration, outcome: SearchOutcome, ident: Identity,
+                evaluation: EvalResult | None = None, eval_config: EvalConfig | None = None,
+                dense: EvalResult | None = None, cell: str | None = None,
+                protected: tuple[int, ...] = ()) -> dict[str, Any]:
+    """The one result schema (:mod:`depthprune.result`) for a search (and its evaluation)."""
+    r = outcome.result
+    run_settings = settings(ident, calib.objective.params(), r.params, eval_config if evaluation else None,
+                            session.batch_size, session.device, session.dtype, protected, outcome.use_prior)
+    cost = dict(outcome.cost)
+    if evaluation is not None:
+        cost["eval_seconds"] = evaluation.seconds
+        cost["eval_cached"] = evaluation.cached
+    return {
+        "schema": SCHEMA,
+        "cell": cell,
+        "identity": ident.to_dict(),
+        "n_layers": calib.scorer.n_layers,
+        "removed": list(r.removed),
+        "calibration_loss": r.loss,
+        "dense_calibration_loss": calib.dense_loss,
+        "evaluated": evaluation is not None,
+        "metrics": evaluation.metrics if evaluation is not None else {},
+        "dense_metrics": dense.metrics if dense is not None else {},
+        "objective_params": calib.objective.params(),
+        "calibration_protocol": calib.objective.protocol(),
+        "search_params": r.params,
+        "search_info": r.info,
+        "evaluation_protocol": evaluation.protocol if evaluation is not None else {},
+        "cost": cost,
+        "prior": [x if math.isfinite(x) else None for x in calib.prior],
+        "trace": [[sorted(s), loss] for s, loss in r.trace],
+        "environment": environment(session.device, session.dtype),
+        "fingerprint": fingerprint(run_settings),
+        "settings": run_settings,
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def check_budget(spec: ModelSpec, n_layers: int, budget: int, protected: tuple[int, ...] = ()) -> None:
+    allowed = n_layers - len(set(protected))
+    if not 0 <= budget < allowed:
+        raise ValueError(f"budget {budget} is out of range: {spec.id} has {n_layers} layers"
+                         f"{f' ({len(set(protected))} protected)' if protected else ''}; allowed 0..{allowed - 1}")
+
+
+def count_layers(model: str | ModelSpec, allow_download: bool = False) -> int:
+    """Layer count from ``config.json`` alone (no weights loaded)."""
+    from transformers import AutoConfig
+
+    spec = resolve(model)
+    if spec.n_layers is not None and not spec.is_local:
+        return spec.n_layers
+    config = AutoConfig.from_pretrained(locate(spec, allow_download=allow_download))
+    config = getattr(config, "text_config", None) or config
+    return int(config.num_hidden_layers)
+
+
+__all__ = ["COUNTING", "Calibration", "SearchOutcome", "Session", "check_budget", "count_layers", "identity",
+           "make_result", "resolve_dtype", "save_pruned", "settings"]
+
+
+def save_pruned(session: Session, result: dict[str, Any], out_dir: str | Path) -> Path:
+    """Delete the removed blocks and write a standard HF checkpoint (+ tokenizer, + the result).
+
+    The in-memory model is pruned physically (:func:`depthprune.masking.prune_layers`); the
+    session cannot search again afterwards.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    prune_layers(session.model, result["removed"])
+    session._calibrations.clear()  # their scorers saw the unpruned model
+    session.model.save_pretrained(out)
+    session.tokenizer.save_pretrained(out)
+    write_json_atomic(out / "depthprune.json", to_json(result))
+    return out
