@@ -170,16 +170,48 @@ def load_model(
     allow_download: bool = False,
     attn_implementation: str = "sdpa",
 ):
-    """Load ``(model, tokenizer)`` in eval mode on ``device``; see :func:`locate`."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Load ``(model, tokenizer)`` in eval mode on ``device``; see :func:`locate`.
+
+    Some architectures have no path for the requested attention implementation (Gemma-2
+    and BLOOM have no SDPA path, and transformers refuses to load them with ``"sdpa"``).
+    The model class is asked first (its ``_supports_sdpa`` / ``_supports_flex_attn`` /
+    ``_supports_flash_attn`` flag); only when it says no is another implementation it
+    supports used (``"sdpa"`` if it has that, else ``"eager"``), with a warning naming the
+    class and the fallback. Any other failure propagates. The implementation actually
+    used is ``model.config._attn_implementation``.
+    """
+    import warnings
+
+    from transformers import MODEL_FOR_CAUSAL_LM_MAPPING, AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     spec = resolve(model)
     path = locate(spec, allow_download=allow_download)
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
     tokenizer = AutoTokenizer.from_pretrained(path, revision=spec.revision)
+
+    attn = attn_implementation
+    flag = {"sdpa": "_supports_sdpa", "flex_attention": "_supports_flex_attn"}.get(attn) if isinstance(attn, str) else None
+    if isinstance(attn, str) and attn.startswith("flash_attention"):
+        flag = "_supports_flash_attn"
+    if flag is not None:
+        config = AutoConfig.from_pretrained(path, revision=spec.revision)
+        # The class AutoModelForCausalLM will build; an unknown config is left to it to report.
+        cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)] if type(config) in MODEL_FOR_CAUSAL_LM_MAPPING else None
+        if isinstance(cls, (list, tuple)):
+            named = [c for c in cls if c.__name__ in (getattr(config, "architectures", None) or [])]
+            cls = (named or list(cls))[0]
+        # Only an explicit False is "unsupported"; a class without the flag is tried as asked.
+        if cls is not None and getattr(cls, flag, None) is False:
+            attn = "sdpa" if attn != "sdpa" and getattr(cls, "_supports_sdpa", False) else "eager"
+            warnings.warn(
+                f"{cls.__name__} does not support attn_implementation={attn_implementation!r}; "
+                f"loading it with attn_implementation={attn!r} instead",
+                UserWarning,
+                stacklevel=2,
+            )
     hf_model = AutoModelForCausalLM.from_pretrained(
-        path, revision=spec.revision, dtype=torch_dtype, attn_implementation=attn_implementation
+        path, revision=spec.revision, dtype=torch_dtype, attn_implementation=attn
     )
     hf_model.to(dev)
     hf_model.eval()
