@@ -100,16 +100,9 @@ LAYER_PATHS = {"gpt_neox": "gpt_neox.layers", "gpt2": "transformer.h", "bloom": 
 #: architectures whose classes have no SDPA path: load_model falls back to eager
 NO_SDPA = {"gemma2": "Gemma2ForCausalLM", "bloom": "BloomForCausalLM"}
 
-_OUTPUT_SCALE_REASON = (
-    "the model's forward rescales the logits after lm_head ({}), which "
-    "depthprune.objectives.base.OutputHead does not apply (it knows only final_logit_softcapping); "
-    "Scorer's start-up self-check rightly refuses: 'lm_head(final hidden) does not reproduce the model's logits'"
-)
-#: architectures the Scorer cannot score yet, with the precise reason
-SCORER_UNSUPPORTED = {
-    "granite": _OUTPUT_SCALE_REASON.format("GraniteForCausalLM: logits / config.logits_scaling"),
-    "cohere": _OUTPUT_SCALE_REASON.format("CohereForCausalLM: logits * config.logit_scale"),
-}
+#: architectures the Scorer cannot score yet, with the precise reason (none at present; Granite's
+#: logits_scaling and Cohere's logit_scale are applied by OutputHead)
+SCORER_UNSUPPORTED: dict[str, str] = {}
 
 
 def _ids(seed: int, b: int = 2) -> torch.Tensor:

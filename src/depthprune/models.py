@@ -277,7 +277,7 @@ def find_decoder_layers(model: nn.Module) -> DecoderLayers:
 def find_final_norm(model: nn.Module) -> nn.Module | None:
     """The norm applied after the last block (None if the decoder has no such attribute)."""
     owner = find_decoder_layers(model).owner
-    for attr in ("norm", "final_layernorm", "ln_f", "norm_f", "final_norm"):
+    for attr in ("norm", "final_layernorm", "final_layer_norm", "ln_f", "norm_f", "final_norm"):
         mod = getattr(owner, attr, None)
         if isinstance(mod, nn.Module):
             return mod

@@ -41,18 +41,29 @@ class Batch:
 
 
 class OutputHead:
-    """Turns final hidden states into log-probabilities, a chunk of tokens at a time."""
+    """Turns final hidden states into log-probabilities, a chunk of tokens at a time.
+
+    Applies what decoder forwards do after ``lm_head``, read from the config:
+    Granite's ``logits_scaling`` (divide), Cohere's ``logit_scale`` (multiply) and Gemma's
+    ``final_logit_softcapping``. The scorer's start-up self-check compares the result
+    with the model's own logits, so an architecture that does something else is refused.
+    """
 
     def __init__(self, model: nn.Module, chunk_tokens: int = 2048) -> None:
         head = model.get_output_embeddings()
         if head is None:
             raise ValueError(f"{type(model).__name__} has no output embeddings (lm_head)")
         self.head = head
-        self.softcap = getattr(model.config, "final_logit_softcapping", None)
+        config = model.config
+        self.scale = 1.0 / float(getattr(config, "logits_scaling", 1.0) or 1.0)
+        self.scale *= float(getattr(config, "logit_scale", 1.0) or 1.0)
+        self.softcap = getattr(config, "final_logit_softcapping", None)
         self.chunk_tokens = chunk_tokens
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         x = self.head(hidden)
+        if self.scale != 1.0:
+            x = x * self.scale
         if self.softcap:
             x = torch.tanh(x / self.softcap) * self.softcap
         return x.float()
