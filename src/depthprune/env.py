@@ -34,9 +34,10 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent
 _NOT_RESULT_AFFECTING = ("report/", "cli.py", "grid/reference.py", "grid/cases.py", "tiny/")
 
 
-def package_versions() -> dict[str, str]:
+def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
+    """Installed version of each package (``absent`` where it is not installed)."""
     out = {}
-    for name in PACKAGES:
+    for name in names:
         try:
             out[name] = metadata.version(name.replace("_", "-"))
         except metadata.PackageNotFoundError:
@@ -46,13 +47,7 @@ def package_versions() -> dict[str, str]:
 
 def library_versions() -> dict[str, str]:
     """Versions of the libraries that compute results (part of every result fingerprint)."""
-    out = {}
-    for name in RESULT_LIBRARIES:
-        try:
-            out[name] = metadata.version(name.replace("_", "-"))
-        except metadata.PackageNotFoundError:
-            out[name] = "absent"
-    return out
+    return package_versions(RESULT_LIBRARIES)
 
 
 def _result_affecting_files() -> list[Path]:
