@@ -195,3 +195,119 @@ def test_text_fixtures_shape():
         # the answer is in the wider passage, or is the workplace of the job it names
         assert last in head or any(f"as a {j} " in head or f"as an {j} " in head
                                    for j, d in JOBS.items() if d["place"].endswith(" " + last))
+
+
+# -- quality check (depthprune.tiny.check) -----------------------------------
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory):
+    """``check_model`` on a copy of tiny-llama3, small sizes, lm-eval limited to 2 items per task."""
+    import shutil
+
+    from depthprune.tiny.check import check_model
+
+    d = tmp_path_factory.mktemp("check") / "tiny-llama3"
+    shutil.copytree(ASSETS / "models" / "tiny-llama3", d)
+    res = check_model(d, n_samples=4, n_items=16, limit=2)
+    return d, res
+
+
+def _naive_options(model, tok, items):
+    """Per item: mean log-prob of each option's tokens, one plain full forward per option."""
+    import torch
+
+    out = []
+    with torch.no_grad():
+        for it in items:
+            ctx = tok(it.prompt)["input_ids"]
+            ells = []
+            for choice in it.choices:
+                ans = tok(choice, add_special_tokens=False)["input_ids"]
+                lp = torch.log_softmax(model(input_ids=torch.tensor([ctx + ans])).logits[0].float(), -1)
+                ells.append(float(sum(lp[len(ctx) - 1 + k, t] for k, t in enumerate(ans)) / len(ans)))
+            out.append(ells)
+    return out
+
+
+def test_check_margin_and_accuracy_match_plain_forwards(checked):
+    """Margins and accuracies in the card equal per-option full forwards of the dense model."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from depthprune.data import load_choice_items
+    from depthprune.profiles import TINY
+
+    d, res = checked
+    tok = AutoTokenizer.from_pretrained(d)
+    model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
+    for answer in ("cloze", "label", "option"):
+        entry = res["dense"][f"margin_{answer}"]
+        assert entry["objective"]["answer"] == answer and entry["objective"]["n_items"] == 16
+        items = load_choice_items(TINY.source("commonsense170k"), 16, 0, answer=answer)
+        ells = _naive_options(model, tok, items)
+        margins = [sum(e[it.gold] - x for j, x in enumerate(e) if j != it.gold) for it, e in zip(items, ells)]
+        acc = sum(max(range(len(e)), key=e.__getitem__) == it.gold for it, e in zip(items, ells)) / len(items)
+        assert entry["mean_margin"] == pytest.approx(sum(margins) / len(margins), abs=2e-4), answer
+        assert entry["accuracy"] == pytest.approx(acc), answer
+
+
+def test_check_sweep_is_single_block_removal(checked):
+    """A sweep entry equals the loss of the physically pruned model minus the dense loss."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from depthprune.data import calibration_windows, load_texts
+    from depthprune.masking import prune_layers
+    from depthprune.profiles import TINY
+
+    d, res = checked
+    sweep = res["single_layer_removal"]
+    n_layers = json.loads((d / "card.json").read_text())["n_layers"]
+    assert all(len(sweep[k]) == n_layers for k in ("ppl_c4_train", "ppl_c4_validation", "margin_cloze",
+                                                     "margin_label", "margin_option"))
+    tok = AutoTokenizer.from_pretrained(d)
+    windows, _ = calibration_windows(load_texts(TINY.source("c4_validation")), tok, 4, 128, 0)
+
+    def nll(m):
+        with torch.no_grad():
+            return m(input_ids=windows, labels=windows).loss.item()
+
+    dense = nll(AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval())
+    assert res["dense"]["ppl_c4_validation"]["loss"] == pytest.approx(dense, abs=2e-4)
+    for block in (3, n_layers - 1):
+        pruned = prune_layers(AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval(), [block])
+        assert sweep["ppl_c4_validation"][block] == pytest.approx(nll(pruned) - dense, abs=3e-4), block
+
+
+def test_check_writes_card_and_readme(checked):
+    d, res = checked
+    card = json.loads((d / "card.json").read_text())
+    assert card["evaluation"] == json.loads(json.dumps(res))
+    lm = res["lm_eval"]
+    assert lm["limit"] == 2 and set(TASKS) <= set(lm)
+    assert all(0 <= lm[t]["acc"] <= 1 for t in TASKS)
+    assert '"/' not in json.dumps(res)  # no absolute paths of this machine
+    readme = (d / "README.md").read_text()
+    assert "## Measured quality" in readme and "| tiny_hellaswag |" in readme and "| 15 |" in readme
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_shipped_cards_come_from_the_core(name):
+    """The committed cards hold the current check's sections, at the tiny profile's sizes, and
+    their dense validation loss is what the ppl objective measures now (a stale card fails)."""
+    from depthprune.profiles import TINY
+    from depthprune.recipe import Session
+
+    ev = json.loads((ASSETS / "models" / name / "card.json").read_text())["evaluation"]
+    assert ev["dense"]["ppl_c4_train"]["objective"] == {"dataset": "c4_train", "seed": 0,
+                                                        **TINY.objective_params("ppl")}
+    for answer in ("cloze", "label", "option"):
+        params = ev["dense"][f"margin_{answer}"]["objective"]
+        assert params["answer"] == answer and params["n_items"] == TINY.objective_params("margin")["n_items"]
+    assert ev["lm_eval"]["limit"] is None and set(TASKS) <= set(ev["lm_eval"])
+    assert ev["lm_eval"]["tiny_hellaswag"]["acc_norm"] > 0.25 + 0.2  # well above chance
+    session = Session.open(name, device="cpu", dtype="float32")
+    calib = session.calibrate("ppl", dataset="c4_validation")
+    assert len(ev["single_layer_removal"]["ppl_c4_validation"]) == session.n_layers
+    assert ev["dense"]["ppl_c4_validation"]["loss"] == pytest.approx(calib.dense_loss, abs=1e-4)
+    assert ev["single_layer_removal"]["ppl_c4_validation"][0] == pytest.approx(
+        calib.prior[0] - calib.dense_loss, abs=1e-4)

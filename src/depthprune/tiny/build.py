@@ -7,8 +7,10 @@ Stages (each can be run alone; ``all`` runs them in this order)::
     tokenizer  train the BPE tokenizer          -> assets/tiny/tokenizer/
     fixtures   datasets + lm-eval tasks         -> assets/tiny/data/, assets/tiny/tasks/
     train      train the three models           -> assets/tiny/models/<name>/
-    check      measure quality (lm-eval, layer-removal sweep, margin) and add it to
-               each model's card.json/README.md (not part of ``all``; slow-ish)
+    check      measure quality through the benchmark's core (Session.calibrate: dense
+               losses and single-layer-removal sweeps; Session.evaluate: lm-eval and
+               perplexity) and add it to each model's card.json/README.md (not part of
+               ``all``; a few minutes)
 
 Everything is a deterministic function of ``--seed`` (the world seed) and the
 run settings in :mod:`depthprune.tiny.train`; stage wall times are written to

@@ -1,19 +1,28 @@
 """Quality checks for the tiny family (``python -m depthprune.tiny.build check``).
 
-Measures, for one model directory:
+A thin recipe over the benchmark's own core -- nothing is measured here that the core
+does not measure itself. For one model (a registry id or a model directory), opened as
+``Session.open(model, profile="tiny")`` on CPU in float32:
 
-* dense validation loss / perplexity on C4-like validation rows;
-* zero-shot accuracy of the six fixture tasks and LAMBADA-like ppl/acc with
-  lm-eval (``simple_evaluate`` on ``HFLM(pretrained=model, tokenizer=tok)``),
-  next to the chance level of each task;
-* a single-layer-removal sweep: the increase of the C4-like validation loss
-  and of the commonsense margin loss when each decoder layer alone is removed
-  (a sanity check only -- the library has the real masking mechanism);
-* the dense margin on the Commonsense-like set (64 records, seed 0): for each
-  record the mean log-prob of each answer label's tokens (`` answer2``) given
-  ``instruction + "\\n\\n" + "the correct answer is"``; margin =
-  sum_{j != gold} (l_gold - l_j).  Also with the option's own text scored
-  instead of its label (the library's ``answer="option"`` variant).
+* dense losses and the single-layer-removal sweep come from
+  ``Session.calibrate(objective, ...)``: ``dense_loss`` and the prior f({i}), i.e. the
+  benchmark's Scorer, objectives and masking (:mod:`depthprune.masking`). The sweep is
+  ``prior[i] - dense_loss`` for
+
+  - ``ppl`` on ``c4_train`` (the tiny profile's calibration setting, what searches see)
+    and on ``c4_validation`` (same sizes: 32 seeded random 128-token windows of random
+    documents longer than the window);
+  - ``margin`` in its three answer forms (``cloze`` = the tiny profile's default,
+    ``label``, ``option``), 128 items of the Commonsense-like set, seed 0; the margin
+    loss is -(mean margin).
+
+* the margin accuracy (share of items whose gold option has the highest mean
+  log-prob) is read from the *same* calibration batches with the objective's own
+  :meth:`~depthprune.objectives.margin.MarginObjective.option_logprobs` on the dense
+  model; the loss recomputed from those log-probs must equal the scorer's dense loss;
+* zero-shot accuracy (six tasks + LAMBADA-like) and the perplexity suite are
+  ``Session.evaluate((), TINY.eval_config(limit=...))`` -- :mod:`depthprune.evaluate`,
+  next to the chance level of each task.
 
 Results are stored under ``"evaluation"`` in the model's card.json (and README).
 """
@@ -22,189 +31,156 @@ from __future__ import annotations
 
 import json
 import math
-import random
-import time
 from pathlib import Path
+from typing import Any
 
-import numpy as np
+CHANCE = {"hellaswag": 0.25, "winogrande": 0.5, "arc_easy": 0.25, "arc_challenge": 0.25, "piqa": 0.5, "boolq": 0.5}
 
-from .fixtures import parse_answer_format
+#: (card key, objective, parameters beyond the tiny profile's defaults)
+CALIBRATIONS = (
+    ("ppl_c4_train", "ppl", {}),
+    ("ppl_c4_validation", "ppl", {"dataset": "c4_validation"}),
+    ("margin_cloze", "margin", {"answer": "cloze"}),
+    ("margin_label", "margin", {"answer": "label"}),
+    ("margin_option", "margin", {"answer": "option"}),
+)
 
-CHANCE = {"tiny_hellaswag": 0.25, "tiny_winogrande": 0.5, "tiny_arc_easy": 0.25, "tiny_arc_challenge": 0.25,
-          "tiny_piqa": 0.5, "tiny_boolq": 0.5}
-TASKS = list(CHANCE) + ["tiny_lambada"]
+NOTES = [
+    "Measured through the benchmark's core (Session.calibrate / Session.evaluate). Earlier cards were "
+    "measured by a second mechanism in tiny/check.py (its own layer removal, NLL, margin and lm-eval call); "
+    "fed the same data, the core reproduces their dense losses and sweeps to rounding (<= 5e-5), so the "
+    "differences from earlier cards are the protocol changes below.",
+    "Protocol change: the dense C4-like validation loss used to be the first 128 tokens of each of the "
+    "first 32 validation documents with >= 128 tokens; it is now the ppl objective's protocol: 32 random "
+    "128-token windows of random documents longer than the window, seed 0.",
+    "Protocol change: the label margin and its sweep used 64 items; all margins now use the tiny "
+    "profile's 128 items (seed 0; the first 64 are the old ones). The cloze form (the tiny profile's "
+    "calibration default) and the option form with their accuracies, the C4-like train sweep and the "
+    "perplexity suite are new; the zero-shot settings are the tiny profile's (lm-eval, batch 32).",
+]
 
 
-def _assets() -> Path:
-    return Path(__file__).resolve().parents[1] / "assets" / "tiny"
+def _round(x: float, nd: int = 4) -> float | None:
+    return round(float(x), nd) if math.isfinite(x) else None
 
 
-def c4_rows(tok, seq_len: int = 128, n: int = 32, split: str = "validation") -> np.ndarray:
-    """Non-overlapping ``seq_len`` windows from the start of each long-enough document."""
-    with open(_assets() / "data" / "c4" / f"{split}.jsonl", encoding="utf-8") as f:
-        texts = [json.loads(line)["text"] for line in f]
-    rows = []
-    for t in texts:
-        ids = tok(t)["input_ids"]
-        if len(ids) >= seq_len:
-            rows.append(ids[:seq_len])
-        if len(rows) == n:
-            break
-    return np.asarray(rows, dtype=np.int64)
+def _portable(value: Any) -> Any:
+    """A protocol record without this machine's paths (``assets/tiny/...``) or empty fields."""
+    from depthprune.models import TINY_ASSETS
+
+    if isinstance(value, dict):
+        return {k: _portable(v) for k, v in value.items() if v not in (None, {}, [])}
+    if isinstance(value, str) and value.startswith(str(TINY_ASSETS)):
+        return "assets/tiny" + value[len(str(TINY_ASSETS)):]
+    return value
 
 
-def mean_nll(model, rows: np.ndarray, batch_size: int = 32) -> float:
+def margin_accuracy(calib) -> float:
+    """Share of items whose gold option has the highest mean log-prob, on the dense model.
+
+    Runs the scorer's own dense forward over the calibration batches and asks the
+    objective for its option log-probs; raises if the loss they imply differs from the
+    scorer's dense loss (then this is not what the benchmark measured).
+    """
     import torch
 
-    tot, n = 0.0, 0
+    obj, data = calib.objective, calib.scorer.data
+    if not obj.share_prompt:
+        raise ValueError("margin accuracy needs share_prompt=True (one item per packed row)")
+    correct = items = 0
+    loss = 0.0
     with torch.no_grad():
-        for i in range(0, len(rows), batch_size):
-            x = torch.from_numpy(rows[i:i + batch_size])
-            logits = model(input_ids=x, use_cache=False).logits.float()
-            tot += torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), x[:, 1:].reshape(-1),
-                                                     reduction="sum").item()
-            n += x[:, 1:].numel()
-    return tot / n
+        for batch in data.batches:
+            out = data.decoder.owner(**batch.model_inputs(data.device), use_cache=False)
+            ell = obj.option_logprobs(out.last_hidden_state, batch, data.head).cpu()
+            weights = batch.payload["weights"]
+            loss += float((ell * weights).sum())
+            row_of = torch.zeros(len(weights), dtype=torch.long).scatter_(0, batch.payload["option"],
+                                                                          batch.payload["rows"])
+            for r in row_of.unique():
+                opts = (row_of == r).nonzero().flatten()
+                gold = opts[weights[opts] < 0]
+                correct += int(opts[ell[opts].argmax()] == gold[0])
+                items += 1
+    if not math.isclose(loss, calib.dense_loss, rel_tol=1e-6, abs_tol=1e-6):
+        raise RuntimeError(f"margin accuracy: option log-probs give loss {loss}, the scorer {calib.dense_loss}")
+    return correct / items
 
 
-def option_texts(instruction: str, labels: list[str]) -> list[str]:
-    """The text after each ``Label:`` line (``Answer2: feathers``); ``true``/``false`` are their own text."""
-    import re
+def _dense_entry(calib) -> dict[str, Any]:
+    loss = calib.dense_loss
+    params = calib.objective.params()
+    if calib.name == "ppl":
+        return {"loss": _round(loss), "ppl": _round(math.exp(loss), 3), "objective": params,
+                "protocol": _portable(calib.objective.protocol())}
+    proto = calib.objective.protocol()
+    return {"mean_margin": _round(-loss), "accuracy": _round(margin_accuracy(calib)), "objective": params,
+            "protocol": {k: proto[k] for k in ("n_items", "n_options", "options_per_item", "scored_tokens",
+                                               "aggregation") if k in proto}}
 
-    marks = [re.search(rf"\b{re.escape(lab)}\s*:", instruction, re.IGNORECASE) for lab in labels]
-    if not all(marks):
-        return list(labels)
-    end = instruction.rfind("Answer format:")
-    stops = sorted([m.start() for m in marks] + [end])
-    return [" ".join(instruction[m.end():min(x for x in stops if x > m.start())].split()) for m in marks]
 
-
-def margin_items(tok, n: int = 64, seed: int = 0, answer: str = "label") -> list[dict]:
-    """Items of the margin objective: ``answer="label"`` scores `` answer2``, ``"option"`` the option's text."""
-    recs = json.loads((_assets() / "data" / "commonsense" / "train.json").read_text())
-    recs = random.Random(seed).sample(recs, n)
-    out = []
-    for r in recs:
-        labels = parse_answer_format(r["instruction"])
-        prompt = r["instruction"] + "\n\n" + "the correct answer is"
-        p_ids = tok(prompt)["input_ids"]
-        conts = []
-        for lab in (labels if answer == "label" else option_texts(r["instruction"], labels)):
-            full = tok(prompt + " " + lab)["input_ids"]
-            assert full[:len(p_ids)] == p_ids
-            conts.append(full[len(p_ids):])
-        out.append({"prompt": p_ids, "conts": conts, "gold": labels.index(r["answer"])})
+def zero_shot_entry(evaluation, profile) -> dict[str, Any]:
+    """``Session.evaluate`` metrics in the card's shape: per lm-eval task, next to chance."""
+    m = evaluation.metrics
+    out: dict[str, Any] = {}
+    for task, chance in CHANCE.items():
+        if f"{task}_acc" in m:
+            out[profile.lm_eval_task(task)] = {k: _round(m[f"{task}_{k}"]) for k in ("acc", "acc_norm")
+                                               if f"{task}_{k}" in m} | {"chance": chance}
+    if "lambada_acc" in m:
+        out[profile.lm_eval_task("lambada")] = {"perplexity": _round(m["lambada_ppl"]), "acc": _round(m["lambada_acc"])}
+    if "avg_acc" in m:
+        out["avg_acc"] = _round(m["avg_acc"])
+    out["limit"] = evaluation.protocol["config"]["limit"]
+    out["seconds"] = round(evaluation.seconds, 1)
     return out
 
 
-def margin(model, items: list[dict]) -> tuple[float, float]:
-    """(mean margin, accuracy of argmax label)."""
+def check_model(model: str | Path, threads: int = 1, limit: int | None = None, sweep: bool = True,
+                lm_eval: bool = True, write: bool = True, n_samples: int | None = None,
+                n_items: int | None = None, device: str = "cpu") -> dict:
+    """Measure one tiny model through the core; with ``write``, store it in its card.
+
+    ``n_samples`` / ``n_items`` override the tiny profile's ppl / margin sizes (for tests);
+    ``sweep=False`` keeps the dense losses only (the prior is computed either way).
+    """
     import torch
 
-    margins, correct = [], 0
-    with torch.no_grad():
-        for it in items:
-            seqs = [it["prompt"] + c for c in it["conts"]]
-            L = max(map(len, seqs))
-            x = torch.full((len(seqs), L), 2, dtype=torch.long)
-            for i, s in enumerate(seqs):
-                x[i, :len(s)] = torch.tensor(s)
-            lp = torch.log_softmax(model(input_ids=x, use_cache=False).logits.float(), -1)
-            ells = []
-            for i, c in enumerate(it["conts"]):
-                pos = range(len(it["prompt"]) - 1, len(it["prompt"]) - 1 + len(c))
-                ells.append(float(np.mean([lp[i, p, t].item() for p, t in zip(pos, c)])))
-            g = it["gold"]
-            margins.append(sum(ells[g] - e for j, e in enumerate(ells) if j != g))
-            correct += int(np.argmax(ells) == g)
-    return float(np.mean(margins)), correct / len(items)
-
-
-class removed_layer:
-    """Context manager: the model without decoder layer ``i`` (sanity-check only)."""
-
-    def __init__(self, model, i: int):
-        self.model, self.i = model, i
-
-    def __enter__(self):
-        import torch
-
-        inner = self.model.model
-        self.saved = (inner.layers, self.model.config.num_hidden_layers, getattr(self.model.config, "layer_types", None))
-        inner.layers = torch.nn.ModuleList([l for j, l in enumerate(self.saved[0]) if j != self.i])
-        self.model.config.num_hidden_layers -= 1
-        if self.saved[2] is not None:
-            self.model.config.layer_types = [t for j, t in enumerate(self.saved[2]) if j != self.i]
-        return self.model
-
-    def __exit__(self, *exc):
-        inner = self.model.model
-        inner.layers, self.model.config.num_hidden_layers, lt = self.saved
-        if lt is not None:
-            self.model.config.layer_types = lt
-
-
-def lm_eval_scores(model, tok, limit: int | None = None, batch_size: int = 32) -> dict:
-    from lm_eval import simple_evaluate
-    from lm_eval.models.huggingface import HFLM
-    from lm_eval.tasks import TaskManager
-
-    tm = TaskManager(include_path=str(_assets() / "tasks"), include_defaults=False)
-    lm = HFLM(pretrained=model, tokenizer=tok, batch_size=batch_size, device="cpu")
-    t0 = time.time()
-    res = simple_evaluate(model=lm, tasks=TASKS, task_manager=tm, limit=limit, log_samples=False,
-                          bootstrap_iters=0, random_seed=0, numpy_random_seed=0, torch_random_seed=0,
-                          fewshot_random_seed=0)
-    out = {"seconds": round(time.time() - t0, 1)}
-    for t in TASKS:
-        r = res["results"][t]
-        d = {k.split(",")[0]: round(float(v), 4) for k, v in r.items() if "," in k and "stderr" not in k}
-        if t in CHANCE:
-            d["chance"] = CHANCE[t]
-        out[t] = d
-    return out
-
-
-def check_model(model_dir: str | Path, threads: int = 1, limit: int | None = None, sweep: bool = True,
-                lm_eval: bool = True, write: bool = True) -> dict:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from depthprune.profiles import TINY
+    from depthprune.recipe import Session
 
     from .train import write_card
 
     torch.set_num_threads(threads)
-    model_dir = Path(model_dir)
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
-    rows = c4_rows(tok, 128, 32)
-    res: dict = {"c4_validation_128x32": {}}
-    dense = mean_nll(model, rows)
-    res["c4_validation_128x32"] = {"loss": round(dense, 4), "ppl": round(math.exp(dense), 3)}
-    items = margin_items(tok, 64)
-    m, acc = margin(model, items)
-    res["commonsense_margin_64"] = {"mean_margin": round(m, 4), "label_accuracy": round(acc, 4),
-                                    "prompt": "instruction + '\\n\\n' + 'the correct answer is' + ' ' + label"}
-    items_opt = margin_items(tok, 64, answer="option")
-    m_opt, acc_opt = margin(model, items_opt)
-    res["commonsense_margin_64_option_text"] = {
-        "mean_margin": round(m_opt, 4), "accuracy": round(acc_opt, 4),
-        "prompt": "instruction + '\\n\\n' + 'the correct answer is' + ' ' + option text"}
+    session = Session.open(str(model), profile=TINY, device=device, dtype="float32")
+    res: dict[str, Any] = {"recipe": {"session": {"model": session.spec.id, "profile": TINY.name,
+                                                  "device": session.device, "dtype": session.dtype,
+                                                  "weights": session.weights, "threads": threads},
+                                      "losses": "Session.calibrate(objective, **params): dense_loss and prior",
+                                      "zero_shot": "Session.evaluate((), TINY.eval_config(limit=limit))"},
+                           "notes": NOTES, "dense": {}}
+    deltas, seconds = {}, {}
+    for key, objective, params in CALIBRATIONS:
+        size = {"n_samples": n_samples} if objective == "ppl" else {"n_items": n_items}
+        calib = session.calibrate(objective, **params, **size)
+        res["dense"][key] = _dense_entry(calib)
+        deltas[key] = [_round(p - calib.dense_loss) for p in calib.prior]
+        seconds[key] = round(calib.dense_seconds + calib.prior_seconds, 1)
     if sweep:
-        t0 = time.time()
-        d_loss, d_margin, d_margin_opt = [], [], []
-        for i in range(model.config.num_hidden_layers):
-            with removed_layer(model, i) as pm:
-                d_loss.append(round(mean_nll(pm, rows) - dense, 4))
-                d_margin.append(round(-(margin(pm, items)[0]) + m, 4))
-                d_margin_opt.append(round(-(margin(pm, items_opt)[0]) + m_opt, 4))
-        res["single_layer_removal"] = {"delta_c4_loss": d_loss, "delta_margin_loss": d_margin,
-                                       "delta_margin_loss_option_text": d_margin_opt,
-                                       "seconds": round(time.time() - t0, 1)}
+        res["single_layer_removal"] = {
+            "definition": "delta[i] = Calibration.prior[i] - dense_loss: the objective's loss with block i "
+                          "alone removed (depthprune.masking via the Scorer) minus the dense loss; margin "
+                          "loss = -(mean margin)",
+            **deltas, "seconds": seconds}
     if lm_eval:
-        res["lm_eval"] = lm_eval_scores(model, tok, limit=limit)
+        evaluation = session.evaluate((), TINY.eval_config(limit=limit))
+        res["perplexity"] = {k: _round(v, 3) for k, v in evaluation.metrics.items() if k in ("wikitext2_ppl", "c4_ppl")}
+        res["perplexity"]["protocol"] = _portable(evaluation.protocol["perplexity"])
+        res["lm_eval"] = zero_shot_entry(evaluation, TINY)
+    session.close()
     if write:
-        card_p = model_dir / "card.json"
-        card = json.loads(card_p.read_text())
+        model_dir = Path(session.spec.source)
+        card = json.loads((model_dir / "card.json").read_text())
         card["evaluation"] = res
         write_card(model_dir, card)
     return res

@@ -264,20 +264,62 @@ def write_card(out_dir: Path, card: dict):
     for k, v in vl.items():
         lines.append(f"| validation loss ({k}) | {v:.4f} (ppl {math.exp(v):.2f}) |")
     if "evaluation" in card:
-        ev = card["evaluation"]
-        lines += ["", "## Measured quality (`python -m depthprune.tiny.build check`)", ""]
-        if "lm_eval" in ev:
-            lines += ["| task | acc | acc_norm | chance |", "|---|---|---|---|"]
-            for t, r in ev["lm_eval"].items():
-                if isinstance(r, dict) and "chance" in r:
-                    lines.append(f"| {t} | {r.get('acc', '')} | {r.get('acc_norm', '')} | {r['chance']} |")
-                elif isinstance(r, dict):
-                    lines.append(f"| {t} | {r.get('acc', '')} | ppl {r.get('perplexity', '')} | - |")
-        lines += ["", "```json", json.dumps({k: v for k, v in ev.items() if k != "lm_eval"}, indent=1)[:6000], "```",
-                  "", "Known limitation: with ~3M training tokens the 16-layer models learn the world's facts, "
-                  "class rules, tool/material knowledge and procedures, but in-context copying and binding "
-                  "(induction) stays weak, so LAMBADA-like accuracy is low, name-binding items are near chance, "
-                  "and the Commonsense-style label margin (which needs mapping the right option to its index) "
-                  "is close to zero."]
+        lines += evaluation_lines(card["evaluation"])
     lines.append("")
     (out_dir / "README.md").write_text("\n".join(lines))
+
+
+_SWEEPS = {"ppl_c4_train": "ppl, C4-like train", "ppl_c4_validation": "ppl, C4-like validation",
+           "margin_cloze": "margin, cloze", "margin_label": "margin, label", "margin_option": "margin, option"}
+
+
+def evaluation_lines(ev: dict) -> list[str]:
+    """README lines for a card's ``evaluation`` (written by :mod:`depthprune.tiny.check`)."""
+    lines = ["", "## Measured quality (`python -m depthprune.tiny.build check`)", "",
+             "Measured through the benchmark's core: losses are `Session.calibrate(objective).dense_loss` and "
+             "its single-removal prior (the Scorer and `depthprune.masking`); zero-shot accuracy and the "
+             "perplexity suite are `Session.evaluate((), TINY.eval_config())`. Settings: `card.json`, "
+             "`evaluation`.", "",
+             "| dense | value | data |", "|---|---|---|"]
+    for key, d in ev.get("dense", {}).items():
+        o = d["objective"]
+        if "ppl" in d:
+            lines.append(f"| {key} loss | {d['loss']:.4f} (ppl {d['ppl']:.3f}) | {o['dataset']}: {o['n_samples']} "
+                         f"random {o['seq_len']}-token windows, seed {o['seed']} |")
+        else:
+            lines.append(f"| {key} | mean margin {d['mean_margin']:.4f}, accuracy {d['accuracy']:.4f} | "
+                         f"{o['dataset']}: {o['n_items']} items, seed {o['seed']}, answer={o['answer']} |")
+    ppl = ev.get("perplexity", {})
+    for key in ("wikitext2_ppl", "c4_ppl"):
+        if key in ppl:
+            p = ppl["protocol"][key[:-4]]
+            lines.append(f"| {key} | {ppl[key]:.3f} | perplexity suite: {p['n_samples']} contiguous "
+                         f"{p['seq_len']}-token windows |")
+    if "lm_eval" in ev:
+        lm = ev["lm_eval"]
+        lines += ["", "| task | acc | acc_norm | chance |", "|---|---|---|---|"]
+        for t, r in lm.items():
+            if isinstance(r, dict) and "chance" in r:
+                lines.append(f"| {t} | {r.get('acc', '')} | {r.get('acc_norm', '')} | {r['chance']} |")
+            elif isinstance(r, dict):
+                lines.append(f"| {t} | {r.get('acc', '')} | ppl {r.get('perplexity', '')} | - |")
+        if "avg_acc" in lm:
+            lines.append(f"| avg_acc (six tasks) | {lm['avg_acc']} | | |")
+        if lm.get("limit") is not None:
+            lines.append(f"\nlm-eval limit: {lm['limit']} items per task.")
+    sweep = ev.get("single_layer_removal")
+    if sweep:
+        keys = [k for k in _SWEEPS if k in sweep]
+        lines += ["", "Single-layer removal: increase of each loss when block i alone is removed "
+                  "(`prior[i] - dense_loss`; margin loss = -mean margin).", "",
+                  "| block | " + " | ".join(_SWEEPS[k] for k in keys) + " |", "|---" * (len(keys) + 1) + "|"]
+        for i in range(len(sweep[keys[0]])):
+            lines.append(f"| {i} | " + " | ".join("" if sweep[k][i] is None else f"{sweep[k][i]:+.4f}"
+                                                   for k in keys) + " |")
+    lines += [""] + [f"* {note}" for note in ev.get("notes", [])]
+    lines += ["", "Known limitation: with ~3M training tokens the 16-layer models learn the world's facts, "
+              "class rules, tool/material knowledge and procedures, but in-context copying and binding "
+              "(induction) stays weak, so LAMBADA-like accuracy is low, name-binding items are near chance, "
+              "and the Commonsense-style label margin (which needs mapping the right option to its index) "
+              "is close to zero; the cloze form (no option list) is what the tiny profile calibrates on."]
+    return lines
