@@ -1,0 +1,716 @@
+"""The paper's claims, each quoted from its own text and judged per grid against fixed thresholds.
+
+    thresholds = load_thresholds()                       # report/claims.toml
+    verdicts = judge_all(results, thresholds)            # one Verdict per (grid, claim)
+    lines = render_claims(results, thresholds)           # markdown for REPORT.md
+
+The text. Every :class:`Claim` quotes the sentence it tests verbatim from the paper's own
+text, v2 of arXiv 2604.24938 ("Rethinking Layer Redundancy: Calibration Matters More
+Than Search in LLM Depth Pruning", ``shared/paper/001_132f0670777f7341.txt``; a test
+checks each quote is in it). The third party's summary of v1 (``000_…``) is never quoted
+as the paper: its figures (ρ from −0.78, "1–3 points", "minutes … hours") are v1 summary
+(000_…), not in the paper's text, and no verdict here rests on them.
+
+The verdicts. Each claim has one pure function of a list of result dicts (schema 2, as
+:func:`depthprune.result.read_result` returns them) and the thresholds; it returns one
+:class:`Verdict` per grid, never pooling grids (grids differ in models, sizes and data,
+so a pooled statistic would mean nothing). Outcomes are HELD, NOT HELD, or NOT MEASURED
+(with the reason) when the results cannot speak to the claim. Within a grid:
+
+* the solutions counted are the paper's: default searcher parameters (``variant``
+  "default"), the paper's seven searchers, its two calibration configurations, and the
+  grid's lowest calibration and search seed (the paper ran one seed per setting);
+* a *condition* is (model, objective, budget); a *pair* is (model, budget) seen under
+  both objectives;
+* a claim's statistic is computed per condition (or pair) and summarised by the median
+  over them, which is what its threshold is compared with (one number, one threshold);
+* calibration perplexity is the evaluated C4 perplexity (``metrics["c4_ppl"]``), the one
+  perplexity every solution has whatever objective chose it; accuracy is ``avg_acc``;
+* the *distinct solutions* a verdict rests on are its distinct pruned models,
+  (model, removed set): seven searchers agreeing on one set are one solution, not seven.
+
+The thresholds live in ``report/claims.toml`` beside this module, not in ``cases/``:
+every ``*.toml`` in ``cases/`` is read as a grid (:func:`depthprune.grid.cases.load_grids`,
+used by the bench and ``depthprune cell``), so a thresholds file there would break them;
+and ``report/`` is outside the result fingerprint (``depthprune.env``), so fixing a
+threshold never invalidates a finished cell. They were fixed before REPORT.md is
+regenerated; :func:`sensitivity` shows how each verdict moves across a range of them.
+(pyproject's package data ships ``assets/**`` only: a non-editable wheel needs
+``report/claims.toml`` added there.)
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import sys
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+from tabulate import tabulate
+
+from depthprune.report import analysis as A
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+THRESHOLDS_FILE = Path(__file__).with_name("claims.toml")
+PAPER_TEXT = "001_132f0670777f7341.txt"  # shared/paper/: the paper's own text (v2)
+
+HELD, NOT_HELD, NOT_MEASURED = "HELD", "NOT HELD", "NOT MEASURED"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the v2 text: where it is, its words, and how it is measured."""
+
+    id: str
+    section: str  # the section the claim is about
+    source: str  # where in the v2 text the quoted sentence stands
+    quote: str  # verbatim from 001_…txt (whitespace aside)
+    statistic: str  # what is computed, and what is compared with the threshold
+    threshold: str  # the main named threshold parameter (the one swept by default)
+    parameters: tuple[str, ...] = ()  # every parameter of this claim in claims.toml
+
+
+@dataclass
+class Verdict:
+    """A claim judged on one grid."""
+
+    claim: Claim
+    grid: str
+    outcome: str  # HELD | NOT HELD | NOT MEASURED
+    statistic: dict[str, float | None]  # the number(s) compared with the threshold(s)
+    threshold: dict[str, Any]  # the parameter values used
+    n_conditions: int  # conditions (or pairs) the statistic rests on
+    n_distinct: int  # distinct solutions (pruned models, or evaluated sets for 3.3) it rests on
+    reason: str  # one line: why this outcome
+    details: list[dict[str, Any]] = field(default_factory=list)  # per condition, for the curious
+
+
+# -- the claims ------------------------------------------------------------------------------------
+
+_OBS_5_1 = "calibration configurations reshape the resulting sets of pruned layers (Section 5.1)"
+_OBS_5_1_PATTERN = ("perplexity-based pruning concentrates on contiguous mid-to-late layers, whereas task "
+                    "likelihood margin pruning produces more distributed removal patterns")
+_CONTRIBUTION_2 = ("we show that computationally expensive search algorithms yield marginal improvements over "
+                   "simple one-shot pruning in calibration perplexity")
+
+CLAIMS: dict[str, Claim] = {c.id: c for c in (
+    Claim("5.1a", "5.1", "Introduction, observation (i)", _OBS_5_1,
+          "median over pairs of [mean within-objective pairwise Jaccard across searchers − mean Jaccard of the "
+          "same searcher's ppl and margin sets] ≥ min_gap", "min_gap", ("min_gap",)),
+    Claim("5.1b-contiguity", "5.1", "Introduction, first observation", _OBS_5_1_PATTERN,
+          "median over pairs of [mean contiguity of ppl removals − of margin removals] ≥ min_gap",
+          "min_gap", ("min_gap",)),
+    Claim("5.1b-depth", "5.1", "Introduction, first observation", _OBS_5_1_PATTERN,
+          "median over (model, budget) of the mean relative depth of ppl removals ≥ min_depth",
+          "min_depth", ("min_depth",)),
+    Claim("5.2", "5.2", "Introduction, observation (ii)",
+          "performance variance across search algorithms is smaller in language modeling perplexity but "
+          "comparable in downstream reasoning accuracy relative to the variation induced by the configuration "
+          "(Section 5.2)",
+          "two-way variance shares (objective × searcher) per pair, D = objective share − searcher share, mean "
+          "over pairs: for log C4 perplexity the bootstrap lower bound of D ≥ ppl_min_gap; for avg accuracy "
+          "|D| ≤ acc_max_gap; HELD only if both", "ppl_min_gap",
+          ("ppl_min_gap", "acc_max_gap", "n_resamples", "seed", "confidence")),
+    Claim("5.3", "5.3", "Introduction, observation (iii)",
+          "calibration perplexity and downstream reasoning rankings show negative or weak correlations under "
+          "perplexity pruning but positive correlations under task likelihood margin pruning (Section 5.3)",
+          "ρ = Spearman(−x, avg accuracy) across a condition's solutions, x = x_axis (C4 perplexity by default; "
+          "the objective's own loss also reported); median ρ over ppl conditions ≤ ppl_max_rho and over margin "
+          "conditions ≥ margin_min_rho; a condition counts with ≥ min_distinct distinct solutions",
+          "ppl_max_rho", ("x_axis", "min_distinct", "ppl_max_rho", "margin_min_rho")),
+    Claim("search-gain", "Contributions", "Introduction, second contribution", _CONTRIBUTION_2,
+          "per ppl condition: the largest calibration-loss gain of a searcher over one-shot (nats = log "
+          "calibration perplexity) ÷ the objective gap (mean over searchers of log C4 ppl of the margin-chosen "
+          "minus the ppl-chosen solution, same model and budget); median ≤ max_ratio", "max_ratio",
+          ("max_ratio",)),
+    Claim("search-cost", "Contributions", "Introduction, second contribution", _CONTRIBUTION_2,
+          "the 'computationally expensive' part: cost (measure) of each expensive searcher ÷ one-shot's in the "
+          "same condition, both as if alone with the prior included; median ≥ min_ratio", "min_ratio",
+          ("expensive", "measure", "min_ratio")),
+    Claim("search-convergence", "Conclusion", "Conclusion",
+          "under a fixed calibration configuration, different search algorithms converge to similar pruned "
+          "subsets",
+          "median over conditions of the mean pairwise Jaccard of the searchers' removed sets ≥ min_jaccard",
+          "min_jaccard", ("min_jaccard",)),
+    Claim("3.3", "3.3", "Limitations, third", "Section 3.3 demonstrates the non-additivity of multi-layer removal",
+          "per (model, objective), over the traces' distinct sets of ≥ 2 layers: mean |loss − additive "
+          "prediction| ÷ mean |loss − dense|, additive prediction = dense + Σ_i (f({i}) − dense); "
+          "median ≥ min_rel_error", "min_rel_error", ("min_sets", "set_error", "min_rel_error")),
+)}
+
+
+# -- thresholds ------------------------------------------------------------------------------------
+
+GENERAL = ("ppl_objective", "margin_objective", "searchers", "oneshot", "min_searchers")
+
+
+def load_thresholds(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    """The thresholds file, checked: every claim's parameters present, nothing unknown."""
+    path = Path(path) if path is not None else THRESHOLDS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no thresholds file (it ships beside {Path(__file__).name}; a wheel "
+                                "install needs report/claims.toml in pyproject's package data)")
+    data = tomllib.loads(path.read_text())
+    known = {"general", "sweep", *CLAIMS}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{path}: unknown section(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
+    for section, names in (("general", GENERAL), *((c.id, c.parameters) for c in CLAIMS.values())):
+        got = data.get(section, {})
+        missing = [n for n in names if n not in got]
+        extra = sorted(set(got) - set(names))
+        if missing or extra:
+            raise ValueError(f"{path}: [{section}] missing {', '.join(missing) or 'nothing'}; "
+                             f"unknown {', '.join(extra) or 'nothing'}")
+    for claim_id, sweep in data.get("sweep", {}).items():
+        if claim_id not in CLAIMS or sweep.get("param") not in CLAIMS[claim_id].parameters:
+            raise ValueError(f"{path}: [sweep] {claim_id!r}: not a claim, or param {sweep.get('param')!r} not one "
+                             "of its parameters")
+    return data
+
+
+def with_threshold(thresholds: Mapping[str, Any], claim_id: str, param: str, value: Any) -> dict[str, Any]:
+    """A copy of ``thresholds`` with one parameter changed (``general.x`` names a general one)."""
+    out = copy.deepcopy(dict(thresholds))
+    section, _, name = param.rpartition(".")
+    section = section or claim_id
+    if name not in out.get(section, {}):
+        raise KeyError(f"[{section}] has no parameter {name!r}")
+    out[section][name] = value
+    return out
+
+
+# -- shared helpers --------------------------------------------------------------------------------
+
+def by_grid(results: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Results per grid, sorted by grid name; a result outside any grid goes under "(none)"."""
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in results:
+        out[r.get("grid") or "(none)"].append(r)
+    return dict(sorted(out.items()))
+
+
+def _select(rows: Sequence[dict[str, Any]], g: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The paper's solutions of one grid: default variant, its searchers and objectives, lowest seeds;
+    one per (model, objective, budget, searcher) (the last one given wins)."""
+    rows = [r for r in rows if r.get("variant", "default") == "default" and r["search"] in g["searchers"]
+            and r["objective"] in (g["ppl_objective"], g["margin_objective"])]
+    if not rows:
+        return []
+    cal, srch = min(r["calibration_seed"] for r in rows), min(r["search_seed"] for r in rows)
+    keep = {}
+    for r in rows:
+        if r["calibration_seed"] == cal and r["search_seed"] == srch:
+            keep[(r["model"], r["objective"], r["budget"], r["search"])] = r
+    return list(keep.values())
+
+
+def _conditions(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str, int], dict[str, dict[str, Any]]]:
+    """(model, objective, budget) -> searcher -> result."""
+    out: dict[tuple[str, str, int], dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in rows:
+        out[(r["model"], r["objective"], r["budget"])][r["search"]] = r
+    return dict(sorted(out.items()))
+
+
+def _pairs(rows: Iterable[dict[str, Any]], g: Mapping[str, Any]):
+    """(model, budget) -> (ppl searcher -> result, margin searcher -> result), both objectives present."""
+    conds = _conditions(rows)
+    out = {}
+    for (model, objective, budget), by_search in conds.items():
+        if objective == g["ppl_objective"] and (model, g["margin_objective"], budget) in conds:
+            out[(model, budget)] = (by_search, conds[(model, g["margin_objective"], budget)])
+    return out
+
+
+def _distinct(rows: Iterable[dict[str, Any]]) -> int:
+    """Distinct pruned models: (model, removed set)."""
+    return len({(r["model"], frozenset(r["removed"])) for r in rows})
+
+
+def _metric(r: dict[str, Any], name: str) -> float | None:
+    value = r["calibration_loss"] if name == "calibration_loss" else (r.get("metrics") or {}).get(name)
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+def _spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman ρ, nan when either side is constant or has fewer than 3 points."""
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(stats.spearmanr(x, y).statistic)
+
+
+def _median(values: Iterable[float]) -> float:
+    return float(np.median(list(values)))
+
+
+def _verdict(claim_id: str, grid: str, held: bool | None, statistic: dict, threshold: dict, n_conditions: int,
+             n_distinct: int, reason: str, details: list | None = None) -> Verdict:
+    outcome = NOT_MEASURED if held is None else HELD if held else NOT_HELD
+    return Verdict(CLAIMS[claim_id], grid, outcome, statistic, threshold, n_conditions, n_distinct, reason,
+                   details or [])
+
+
+def _per_grid(claim_id: str, judge: Callable[..., Verdict], results: Iterable[dict[str, Any]],
+              thresholds: Mapping[str, Any] | None) -> list[Verdict]:
+    """Run ``judge`` on each grid's own solutions: the one place grids are split, never pooled."""
+    t = thresholds if thresholds is not None else load_thresholds()
+    g = t["general"]
+    return [judge(grid, _select(rows, g), t[claim_id], g) for grid, rows in by_grid(results).items()]
+
+
+# -- 5.1: the configuration reshapes the removed sets --------------------------------------------
+
+def verdict_5_1a(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
+    """Sets overlap less across objectives than across searchers within one: the configuration,
+    not the searcher, decides which layers go."""
+    return _per_grid("5.1a", _judge_5_1a, results, thresholds)
+
+
+def _judge_5_1a(grid, rows, t, g) -> Verdict:
+    details, used = [], []
+    for (model, budget), (ppl, margin) in _pairs(rows, g).items():
+        common = sorted(set(ppl) & set(margin))
+        if len(common) < g["min_searchers"]:
+            continue
+        within = float(np.mean([A.mean_pairwise_jaccard([side[s]["removed"] for s in common])
+                                for side in (ppl, margin)]))
+        across = float(np.mean([A.jaccard(ppl[s]["removed"], margin[s]["removed"]) for s in common]))
+        details.append({"model": model, "budget": budget, "searchers": len(common), "within": within,
+                        "across": across, "gap": within - across})
+        used += [ppl[s] for s in common] + [margin[s] for s in common]
+    th = {"min_gap": t["min_gap"]}
+    if not details:
+        return _verdict("5.1a", grid, None, {"gap": None}, th, 0, 0,
+                        f"no (model, budget) with both objectives and ≥ {g['min_searchers']} common searchers")
+    gap = _median(d["gap"] for d in details)
+    held = gap >= t["min_gap"]
+    return _verdict("5.1a", grid, held, {"gap": gap}, th, len(details), _distinct(used),
+                    f"median within − across Jaccard {gap:.2f} {'≥' if held else '<'} {t['min_gap']}", details)
+
+
+def verdict_5_1b_contiguity(results: Iterable[dict[str, Any]],
+                            thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
+    """ppl removals come in runs of adjacent blocks, margin removals less so ("more distributed")."""
+    return _per_grid("5.1b-contiguity", _judge_5_1b_contiguity, results, thresholds)
+
+
+def _judge_5_1b_contiguity(grid, rows, t, g) -> Verdict:
+    details, used = [], []
+    for (model, budget), (ppl, margin) in _pairs(rows, g).items():
+        c = {name: float(np.mean([A.contiguity(r["removed"]) for r in side.values()]))
+             for name, side in (("ppl", ppl), ("margin", margin))}
+        details.append({"model": model, "budget": budget, "contiguity_ppl": c["ppl"],
+                        "contiguity_margin": c["margin"], "gap": c["ppl"] - c["margin"]})
+        used += [*ppl.values(), *margin.values()]
+    th = {"min_gap": t["min_gap"]}
+    if not details:
+        return _verdict("5.1b-contiguity", grid, None, {"gap": None}, th, 0, 0,
+                        "no (model, budget) with both objectives")
+    gap = _median(d["gap"] for d in details)
+    held = gap >= t["min_gap"]
+    return _verdict("5.1b-contiguity", grid, held, {"gap": gap}, th, len(details), _distinct(used),
+                    f"median contiguity ppl − margin {gap:.2f} {'≥' if held else '<'} {t['min_gap']}", details)
+
+
+def verdict_5_1b_depth(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
+    """ppl removals sit in the second half of the network ("mid-to-late")."""
+    return _per_grid("5.1b-depth", _judge_5_1b_depth, results, thresholds)
+
+
+def _judge_5_1b_depth(grid, rows, t, g) -> Verdict:
+    details, used = [], []
+    for (model, objective, budget), by_search in _conditions(rows).items():
+        if objective != g["ppl_objective"]:
+            continue
+        depth = float(np.mean([A.relative_depth(r["removed"], r["n_layers"]) for r in by_search.values()]))
+        details.append({"model": model, "budget": budget, "depth": depth})
+        used += by_search.values()
+    th = {"min_depth": t["min_depth"]}
+    if not details:
+        return _verdict("5.1b-depth", grid, None, {"depth": None}, th, 0, 0, f"no {g['ppl_objective']} results")
+    depth = _median(d["depth"] for d in details)
+    held = depth >= t["min_depth"]
+    return _verdict("5.1b-depth", grid, held, {"depth": depth}, th, len(details), _distinct(used),
+                    f"median relative depth of ppl removals {depth:.2f} {'≥' if held else '<'} {t['min_depth']}",
+                    details)
+
+
+# -- 5.2: the asymmetry of variance shares -------------------------------------------------------
+
+_SHARE_METRICS = (("c4_ppl", math.log), ("avg_acc", lambda v: v))
+
+
+def verdict_5_2(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
+    """The configuration dominates the variance of perplexity but only matches the searcher on
+    accuracy. Dominance is judged on the bootstrap lower bound (resampling the searchers of each
+    pair), so it is a claim about searchers as a sample; "comparable" on the point estimate, so a
+    wide interval cannot make it easier to hold."""
+    return _per_grid("5.2", _judge_5_2, results, thresholds)
+
+
+def _share_gap(cells: dict[tuple[str, str], dict[str, float]], objectives, searchers, metric, transform):
+    """objective share − searcher share of ``metric`` over these (objective, searcher) cells."""
+    rows = [{"objective": o, "search": f"{s}#{k}", "metrics": cells[(o, s)]}
+            for k, s in enumerate(searchers) for o in objectives]
+    vs = A.variance_shares(rows, metric, transform)
+    return math.nan if vs is None else vs.objective - vs.searcher
+
+
+def _judge_5_2(grid, rows, t, g) -> Verdict:
+    objectives = (g["ppl_objective"], g["margin_objective"])
+    tables, details, used = [], [], []
+    for (model, budget), (ppl, margin) in _pairs(rows, g).items():
+        common = sorted(s for s in set(ppl) & set(margin)
+                        if all(_metric(side[s], m) is not None for side in (ppl, margin) for m, _ in _SHARE_METRICS))
+        if len(common) < g["min_searchers"]:
+            continue
+        cells = {(o, s): {m: _metric(side[s], m) for m, _ in _SHARE_METRICS}
+                 for o, side in zip(objectives, (ppl, margin)) for s in common}
+        gaps = [_share_gap(cells, objectives, common, m, f) for m, f in _SHARE_METRICS]
+        if any(math.isnan(x) for x in gaps):
+            continue
+        tables.append((cells, common))
+        details.append({"model": model, "budget": budget, "searchers": len(common), "D_ppl": gaps[0],
+                        "D_acc": gaps[1]})
+        used += [side[s] for side in (ppl, margin) for s in common]
+    th = {k: t[k] for k in ("ppl_min_gap", "acc_max_gap", "n_resamples", "confidence")}
+    if not tables:
+        return _verdict("5.2", grid, None, {"D_ppl_low": None, "D_acc": None}, th, 0, 0,
+                        f"no (model, budget) with c4_ppl and avg_acc under both objectives for "
+                        f"≥ {g['min_searchers']} common searchers")
+    d_ppl, d_acc = (float(np.mean([d[k] for d in details])) for k in ("D_ppl", "D_acc"))
+    rng = np.random.default_rng(t["seed"])
+    boot = np.empty((t["n_resamples"], 2))
+    for b in range(t["n_resamples"]):
+        per_pair = []
+        for cells, common in tables:
+            pick = [common[i] for i in rng.integers(len(common), size=len(common))]
+            per_pair.append([_share_gap(cells, objectives, pick, m, f) for m, f in _SHARE_METRICS])
+        with warnings.catch_warnings():  # a degenerate resample (no variance at all) gives nan; skipped
+            warnings.simplefilter("ignore", RuntimeWarning)
+            boot[b] = np.nanmean(per_pair, axis=0)
+    alpha = 100 * (1 - t["confidence"]) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low_ppl, high_ppl = np.nanpercentile(boot[:, 0], [alpha, 100 - alpha])
+        low_acc, high_acc = np.nanpercentile(boot[:, 1], [alpha, 100 - alpha])
+    ppl_ok, acc_ok = bool(low_ppl >= t["ppl_min_gap"]), bool(abs(d_acc) <= t["acc_max_gap"])
+    stat = {"D_ppl": d_ppl, "D_ppl_low": float(low_ppl), "D_ppl_high": float(high_ppl), "D_acc": d_acc,
+            "D_acc_low": float(low_acc), "D_acc_high": float(high_acc)}
+    reason = (f"perplexity: D lower bound {low_ppl:.2f} {'≥' if ppl_ok else '<'} {t['ppl_min_gap']} "
+              f"({'dominant' if ppl_ok else 'not dominant'}); accuracy: |D| {abs(d_acc):.2f} "
+              f"{'≤' if acc_ok else '>'} {t['acc_max_gap']} ({'comparable' if acc_ok else 'not comparable'})")
+    return _verdict("5.2", grid, ppl_ok and acc_ok, stat, th, len(tables), _distinct(used), reason, details)
+
+
+# -- 5.3: alignment of calibration perplexity with accuracy --------------------------------------
+
+def verdict_5_3(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
+    """Under ppl the better-perplexity solution is not the more accurate one; under margin it is.
+    The verdict's x-axis is ``x_axis`` (default C4 perplexity: the paper says "calibration
+    perplexity" under both objectives, and margin's own loss is no perplexity); ρ with the
+    objective's own calibration loss is reported beside it. Few distinct sets make ρ meaningless,
+    so a condition counts only with ≥ ``min_distinct`` of them."""
+    return _per_grid("5.3", _judge_5_3, results, thresholds)
+
+
+_AXES = ("c4_ppl", "calibration_loss")
+
+
+def _judge_5_3(grid, rows, t, g) -> Verdict:
+    if t["x_axis"] not in _AXES:
+        raise ValueError(f"[5.3] x_axis {t['x_axis']!r}: allowed {', '.join(_AXES)}")
+    objectives = (g["ppl_objective"], g["margin_objective"])
+    rhos = {(axis, o): [] for axis in _AXES for o in objectives}  # counted conditions' ρ per axis
+    details, used, most = [], [], 0
+    for (model, objective, budget), by_search in _conditions(rows).items():
+        row = {"model": model, "objective": objective, "budget": budget}
+        for axis in _AXES:
+            pts = [r for r in by_search.values()
+                   if _metric(r, axis) is not None and _metric(r, "avg_acc") is not None]
+            rho = _spearman([-_metric(r, axis) for r in pts], [_metric(r, "avg_acc") for r in pts])
+            counted = _distinct(pts) >= t["min_distinct"] and math.isfinite(rho)
+            row[f"rho_{axis}"], row[f"distinct_{axis}"], row[f"counted_{axis}"] = rho, _distinct(pts), counted
+            if counted:
+                rhos[(axis, objective)].append(rho)
+            if axis == t["x_axis"]:
+                most = max(most, _distinct(pts))
+                used += pts if counted else []
+        details.append(row)
+    th = {k: t[k] for k in ("x_axis", "min_distinct", "ppl_max_rho", "margin_min_rho")}
+    other = next(a for a in _AXES if a != t["x_axis"])
+    stat = {"rho_ppl": None, "rho_margin": None}
+    stat.update({f"{name} [{other}]": _median(rhos[(other, o)]) if rhos[(other, o)] else None
+                 for name, o in zip(("rho_ppl", "rho_margin"), objectives)})
+    missing = [o for o in objectives if not rhos[(t["x_axis"], o)]]
+    if missing:
+        return _verdict("5.3", grid, None, stat, th, 0, 0,
+                        f"{' and '.join(missing)}: no condition with ≥ {t['min_distinct']} distinct solutions "
+                        f"having {t['x_axis']} and avg_acc and a defined ρ (most distinct: {most})", details)
+    rho_ppl, rho_margin = (_median(rhos[(t["x_axis"], o)]) for o in objectives)
+    stat.update(rho_ppl=rho_ppl, rho_margin=rho_margin)
+    ppl_ok, margin_ok = rho_ppl <= t["ppl_max_rho"], rho_margin >= t["margin_min_rho"]
+    reason = (f"x = {t['x_axis']}: median ρ under ppl {rho_ppl:+.2f} {'≤' if ppl_ok else '>'} {t['ppl_max_rho']}, "
+              f"under margin {rho_margin:+.2f} {'≥' if margin_ok else '<'} {t['margin_min_rho']}")
+    return _verdict("5.3", grid, ppl_ok and margin_ok, stat, th, sum(len(rhos[(t["x_axis"], o)]) for o in objectives),
+                    _distinct(used), reason, details)
+
+
+# -- the second contribution: search gains and search cost ---------------------------------------
+
+def verdict_search_gain(results: Iterable[dict[str, Any]],
+                        thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
+    """Search buys little calibration perplexity next to what changing the configuration does.
+    Both gaps are in log perplexity on C4: the search gain in the ppl objective's own loss (mean
+    NLL on the calibration windows), the objective gap in evaluated log C4 perplexity; only ppl
+    conditions, since only there the calibration loss is a perplexity."""
+    return _per_grid("search-gain", _judge_search_gain, results, thresholds)
+
+
+def _judge_search_gain(grid, rows, t, g) -> Verdict:
+    details, used = [], []
+    for (model, budget), (ppl, margin) in _pairs(rows, g).items():
+        if g["oneshot"] not in ppl or len(ppl) < 2:
+            continue
+        gains = {s: ppl[g["oneshot"]]["calibration_loss"] - r["calibration_loss"]
+                 for s, r in ppl.items() if s != g["oneshot"]}
+        gaps = [math.log(_metric(margin[s], "c4_ppl")) - math.log(_metric(ppl[s], "c4_ppl"))
+                for s in set(ppl) & set(margin)
+                if _metric(ppl[s], "c4_ppl") is not None and _metric(margin[s], "c4_ppl") is not None]
+        if not gaps:
+            continue
+        gain, gap = max(gains.values()), float(np.mean(gaps))
+        ratio = gain / gap if gap > 0 else math.inf  # no objective gap: search gains cannot be small next to it
+        details.append({"model": model, "budget": budget, "largest_gain": gain,
+                        "best_searcher": max(gains, key=gains.get), "objective_gap": gap, "ratio": ratio,
+                        "gains": gains})
+        used += [*ppl.values(), *(margin[s] for s in set(ppl) & set(margin))]
+    th = {"max_ratio": t["max_ratio"]}
+    if not details:
+        return _verdict("search-gain", grid, None, {"ratio": None}, th, 0, 0,
+                        f"no (model, budget) with {g['oneshot']} and another searcher under ppl and c4_ppl "
+                        "evaluated under both objectives")
+    ratio = _median(d["ratio"] for d in details)
+    held = ratio <= t["max_ratio"]
+    return _verdict("search-gain", grid, held, {"ratio": ratio}, th, len(details), _distinct(used),
+                    f"median (largest search gain ÷ objective gap) {ratio:.2f} {'≤' if held else '>'} "
+                    f"{t['max_ratio']}", details)
+
+
+def _cost(r: dict[str, Any], measure: str) -> float:
+    c = r["cost"]
+    if measure == "layer_passes":  # a backward pass counted as one more pass over the block
+        return float(c["layer_forwards"] + c.get("layer_backwards", 0))
+    return float(c[measure])
+
+
+def verdict_search_cost(results: Iterable[dict[str, Any]],
+                        thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
+    """The searchers the text calls computationally expensive cost many times one-shot. Costs are
+    as if each searcher ran alone, prior included for every searcher that uses it (one-shot does),
+    so the ratio compares like with like. ``measure``: layer_forwards (default, machine-independent),
+    layer_passes (+ backwards, for gradient searchers) or seconds. The v1 summary's "minutes …
+    hours" is v1 summary (000_…), not in the paper's text, and is not judged."""
+    return _per_grid("search-cost", _judge_search_cost, results, thresholds)
+
+
+def _judge_search_cost(grid, rows, t, g) -> Verdict:
+    details, ratios, used, seconds_ratios = [], [], [], []
+    per_searcher: dict[str, list[float]] = defaultdict(list)
+    for (model, objective, budget), by_search in _conditions(rows).items():
+        base = by_search.get(g["oneshot"])
+        dear = {s: r for s, r in by_search.items() if s in t["expensive"]}
+        if base is None or not dear or _cost(base, t["measure"]) <= 0:
+            continue
+        row = {"model": model, "objective": objective, "budget": budget}
+        for s, r in dear.items():
+            row[s] = _cost(r, t["measure"]) / _cost(base, t["measure"])
+            seconds = base["cost"]["seconds"]
+            row[f"{s}_seconds"] = r["cost"]["seconds"] / seconds if seconds else math.nan
+            ratios.append(row[s])
+            per_searcher[s].append(row[s])
+            seconds_ratios.append(row[f"{s}_seconds"])
+        details.append(row)
+        used += [base, *dear.values()]
+    th = {k: t[k] for k in ("expensive", "measure", "min_ratio")}
+    if not details:
+        return _verdict("search-cost", grid, None, {"ratio": None}, th, 0, 0,
+                        f"no condition with {g['oneshot']} and one of {', '.join(t['expensive'])}")
+    ratio = _median(ratios)
+    held = ratio >= t["min_ratio"]
+    stat = {"ratio": ratio, **{s: _median(v) for s, v in per_searcher.items()},
+            "seconds ratio": float(np.nanmedian(seconds_ratios)) if not np.all(np.isnan(seconds_ratios)) else None}
+    return _verdict("search-cost", grid, held, stat, th, len(details), _distinct(used),
+                    f"median {t['measure']} ratio to {g['oneshot']} {ratio:.1f}× {'≥' if held else '<'} "
+                    f"{t['min_ratio']}×", details)
+
+
+def verdict_search_convergence(results: Iterable[dict[str, Any]],
+                               thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
+    """Under one configuration the searchers agree on which layers to remove."""
+    return _per_grid("search-convergence", _judge_search_convergence, results, thresholds)
+
+
+def _judge_search_convergence(grid, rows, t, g) -> Verdict:
+    details, used = [], []
+    for (model, objective, budget), by_search in _conditions(rows).items():
+        if len(by_search) < g["min_searchers"]:
+            continue
+        overlap = A.mean_pairwise_jaccard([r["removed"] for r in by_search.values()])
+        details.append({"model": model, "objective": objective, "budget": budget, "searchers": len(by_search),
+                        "jaccard": overlap})
+        used += by_search.values()
+    th = {"min_jaccard": t["min_jaccard"]}
+    if not details:
+        return _verdict("search-convergence", grid, None, {"jaccard": None}, th, 0, 0,
+                        f"no condition with ≥ {g['min_searchers']} searchers")
+    overlap = _median(d["jaccard"] for d in details)
+    held = overlap >= t["min_jaccard"]
+    return _verdict("search-convergence", grid, held, {"jaccard": overlap}, th, len(details), _distinct(used),
+                    f"median pairwise Jaccard within a condition {overlap:.2f} {'≥' if held else '<'} "
+                    f"{t['min_jaccard']}", details)
+
+
+# -- 3.3: non-additivity of multi-layer removal --------------------------------------------------
+
+def verdict_3_3(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
+    """Removing several layers is not the sum of removing each: the additive prediction from the
+    single-removal prior misses the true loss of the sets the searchers evaluated. The error is
+    relative to the mean |change from dense| (a margin loss may fall when layers go, so the
+    signed increase can be near zero). The Spearman of prediction and truth says whether the
+    additive model still ranks sets well (which is all one-shot needs)."""
+    return _per_grid("3.3", _judge_3_3, results, thresholds)
+
+
+def _judge_3_3(grid, rows, t, g) -> Verdict:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[(r["model"], r["objective"])].append(r)
+    details, n_sets, most = [], 0, 0
+    for (model, objective), rs in sorted(groups.items()):
+        prior = next((r["prior"] for r in rs if r.get("prior")), None)
+        dense = next((r["dense_calibration_loss"] for r in rs if r.get("dense_calibration_loss") is not None), None)
+        if prior is None or dense is None:
+            continue
+        sets: dict[frozenset[int], float] = {}
+        for r in rs:
+            for removed, loss in r.get("trace") or []:
+                s = frozenset(removed)
+                if len(s) >= 2 and loss is not None and math.isfinite(loss) and all(prior[i] is not None for i in s):
+                    sets.setdefault(s, float(loss))
+        most = max(most, len(sets))
+        if len(sets) < t["min_sets"]:
+            continue
+        true = np.array(list(sets.values()))
+        pred = np.array([dense + sum(prior[i] - dense for i in s) for s in sets])
+        err, change = np.abs(true - pred), float(np.mean(np.abs(true - dense)))
+        rel = float(np.mean(err)) / change if change > 0 else math.nan
+        share = float(np.mean(err > t["set_error"] * change)) if change > 0 else math.nan
+        details.append({"model": model, "objective": objective, "sets": len(sets), "rel_error": rel,
+                        "share_over_set_error": share, "spearman": _spearman(pred, true)})
+        n_sets += len(sets)
+    details = [d for d in details if math.isfinite(d["rel_error"])]
+    th = {k: t[k] for k in ("min_sets", "set_error", "min_rel_error")}
+    if not details:
+        return _verdict("3.3", grid, None, {"rel_error": None}, th, 0, 0,
+                        f"no (model, objective) with a prior, a dense loss and ≥ {t['min_sets']} evaluated sets of "
+                        f"≥ 2 layers in the traces (most: {most})")
+    rel = _median(d["rel_error"] for d in details)
+    held = rel >= t["min_rel_error"]
+    stat = {"rel_error": rel, "share_over_set_error": _median(d["share_over_set_error"] for d in details),
+            "spearman": _median(d["spearman"] for d in details)}
+    return _verdict("3.3", grid, held, stat, th, len(details), sum(d["sets"] for d in details),
+                    f"median |true − additive| ÷ mean |change| {rel:.2f} {'≥' if held else '<'} "
+                    f"{t['min_rel_error']}", details)
+
+
+# -- all claims, sensitivity, markdown -----------------------------------------------------------
+
+VERDICTS: dict[str, Callable[..., list[Verdict]]] = {
+    "5.1a": verdict_5_1a, "5.1b-contiguity": verdict_5_1b_contiguity, "5.1b-depth": verdict_5_1b_depth,
+    "5.2": verdict_5_2, "5.3": verdict_5_3, "search-gain": verdict_search_gain, "search-cost": verdict_search_cost,
+    "search-convergence": verdict_search_convergence, "3.3": verdict_3_3,
+}
+
+
+def judge_all(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
+    """Every claim on every grid, ordered by grid, then claim."""
+    results = list(results)
+    t = thresholds if thresholds is not None else load_thresholds()
+    order = list(CLAIMS)
+    verdicts = [v for fn in VERDICTS.values() for v in fn(results, t)]
+    return sorted(verdicts, key=lambda v: (v.grid, order.index(v.claim.id)))
+
+
+def sensitivity(results: Iterable[dict[str, Any]], claim_id: str, param: str, values: Sequence[Any],
+                thresholds: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """How the verdict moves as one threshold moves: a row per (grid, value)."""
+    results = list(results)
+    t = thresholds if thresholds is not None else load_thresholds()
+    rows = []
+    for value in values:
+        for v in VERDICTS[claim_id](results, with_threshold(t, claim_id, param, value)):
+            rows.append({"grid": v.grid, "claim": claim_id, "param": param, "value": value,
+                         "outcome": v.outcome, "statistic": dict(v.statistic)})
+    return sorted(rows, key=lambda r: r["grid"])  # stable: values keep their order within a grid
+
+
+def _fmt(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        return "∞" if math.isinf(value) else f"{value:.3g}"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    return str(value)
+
+
+def _fmt_dict(d: Mapping[str, Any]) -> str:
+    return "; ".join(f"{k} = {_fmt(v)}" for k, v in d.items())
+
+
+def _cell(value: Any) -> str:
+    """A markdown table cell: a literal | would end the cell."""
+    return str(value).replace("|", "\\|")
+
+
+def render_claims(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any] | None = None) -> list[str]:
+    """Markdown: per grid, a table of verdicts and a sensitivity table over [sweep]."""
+    results = list(results)
+    t = thresholds if thresholds is not None else load_thresholds()
+    verdicts = judge_all(results, t)
+    sweeps = [row for claim_id, s in t.get("sweep", {}).items()
+              for row in sensitivity(results, claim_id, s["param"], s["values"], t)]
+    lines = ["Each claim is quoted from the paper's own text (v2) and judged on each grid separately, against "
+             "thresholds fixed in `src/depthprune/report/claims.toml` before this report was generated. "
+             "n cond = conditions (or model-budget pairs) measured; n distinct = distinct pruned models "
+             "(evaluated sets for 3.3) the verdict rests on.", ""]
+    if not verdicts:
+        return lines + ["No results."]
+    for grid in sorted({v.grid for v in verdicts}):
+        body = [[_cell(x) for x in (v.claim.id, v.claim.section, f"“{v.claim.quote}”", _fmt_dict(v.statistic),
+                                    _fmt_dict(v.threshold), v.n_conditions, v.n_distinct, f"**{v.outcome}**",
+                                    v.reason)] for v in verdicts if v.grid == grid]
+        lines += [f"### Claims on grid `{grid}`", "",
+                  tabulate(body, headers=["claim", "section", "quote", "statistic", "threshold", "n cond",
+                                          "n distinct", "outcome", "reason"], tablefmt="github",
+                           disable_numparse=True), ""]
+        sweep = [[_cell(x) for x in (r["claim"], r["param"], _fmt(r["value"]), _fmt_dict(r["statistic"]),
+                                     r["outcome"])] for r in sweeps if r["grid"] == grid]
+        if sweep:
+            lines += [f"Sensitivity on grid `{grid}`: the verdict as one threshold moves (others as fixed).", "",
+                      tabulate(sweep, headers=["claim", "parameter", "value", "statistic", "outcome"],
+                               tablefmt="github", disable_numparse=True), ""]
+    return lines

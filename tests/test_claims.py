@@ -1,0 +1,412 @@
+"""The claim verdicts (depthprune.report.claims) on constructed grids.
+
+Every verdict function comes out HELD, NOT HELD and NOT MEASURED on a grid built so that
+its statistic lands clearly on each side of the threshold; further tests check that grids
+are never pooled, that the sensitivity table flips where the statistic crosses the
+threshold, that thresholds come from the file, and that every quote is in the paper's text.
+Pure Python on dicts: no model is loaded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from depthprune.report import claims as C
+from tests.fixtures import result_v2
+
+SEVEN = ["oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs"]
+PAPER = Path(__file__).resolve().parents[1].parent / "shared" / "paper" / C.PAPER_TEXT
+
+T = C.load_thresholds()
+FAST = C.with_threshold(T, "5.2", "n_resamples", 200)  # the bootstrap is the only slow part
+
+
+def cell(objective, search, removed, loss=1.0, *, model="m", grid="g", n_layers=12, metrics=None, lf=None,
+         seconds=None, prior=None, trace=None, dense=None, variant="default", seed=0):
+    """A schema-2 result (tests.fixtures.result_v2) with the fields the claims read set as given."""
+    r = result_v2(model, objective, search, removed, loss, budget=len(removed), n_layers=n_layers, metrics=metrics,
+                  grid=grid, variant=variant, seed=seed)
+    if lf is not None:
+        r["cost"]["layer_forwards"] = lf
+    if seconds is not None:
+        r["cost"]["seconds"] = seconds
+    r["prior"], r["trace"] = prior, trace or []
+    if dense is not None:
+        r["dense_calibration_loss"] = dense
+    return r
+
+
+def both(sets_ppl, sets_margin, searchers=SEVEN, **kw):
+    """One result per searcher under each objective; sets given per searcher or one for all."""
+    out = []
+    for i, s in enumerate(searchers):
+        for objective, sets in (("ppl", sets_ppl), ("margin", sets_margin)):
+            if sets is not None:
+                out.append(cell(objective, s, sets[i] if isinstance(sets[0], list) else sets, **kw))
+    return out
+
+
+def one(verdicts):
+    assert len(verdicts) == 1
+    return verdicts[0]
+
+
+# -- 5.1a ----------------------------------------------------------------------------------------
+
+def test_5_1a_held_when_objectives_remove_different_layers():
+    v = one(C.verdict_5_1a(both([8, 9, 10], [1, 4, 6]), T))
+    assert v.outcome == C.HELD
+    assert v.statistic["gap"] == pytest.approx(1.0)  # within 1, across 0
+    assert (v.n_conditions, v.n_distinct) == (1, 2)
+
+
+def test_5_1a_not_held_when_each_searcher_keeps_its_set_across_objectives():
+    sets = [[i, i + 1, i + 2] for i in range(7)]  # searchers disagree, objectives agree
+    v = one(C.verdict_5_1a(both(sets, sets), T))
+    assert v.outcome == C.NOT_HELD
+    assert v.statistic["gap"] < 0
+    assert v.n_distinct == 7
+
+
+def test_5_1a_not_measured_without_the_margin_objective():
+    v = one(C.verdict_5_1a(both([8, 9, 10], None), T))
+    assert v.outcome == C.NOT_MEASURED and "both objectives" in v.reason
+    assert (v.n_conditions, v.n_distinct) == (0, 0)
+
+
+# -- 5.1b ----------------------------------------------------------------------------------------
+
+def test_5_1b_contiguity_held_when_ppl_removes_runs_and_margin_scatters():
+    v = one(C.verdict_5_1b_contiguity(both([8, 9, 10], [1, 4, 7]), T))
+    assert v.outcome == C.HELD and v.statistic["gap"] == pytest.approx(1.0)
+
+
+def test_5_1b_contiguity_not_held_when_margin_is_the_contiguous_one():
+    v = one(C.verdict_5_1b_contiguity(both([1, 4, 7], [8, 9, 10]), T))
+    assert v.outcome == C.NOT_HELD and v.statistic["gap"] == pytest.approx(-1.0)
+
+
+def test_5_1b_contiguity_not_measured_with_one_objective():
+    assert one(C.verdict_5_1b_contiguity(both(None, [1, 4, 7]), T)).outcome == C.NOT_MEASURED
+
+
+def test_5_1b_depth_held_for_late_ppl_removals():
+    v = one(C.verdict_5_1b_depth(both([8, 9, 10], [0, 1, 2]), T))
+    assert v.outcome == C.HELD and v.statistic["depth"] == pytest.approx(27 / 33)
+
+
+def test_5_1b_depth_not_held_for_early_ppl_removals():
+    v = one(C.verdict_5_1b_depth(both([0, 1, 2], [8, 9, 10]), T))  # margin's late sets do not count
+    assert v.outcome == C.NOT_HELD and v.statistic["depth"] == pytest.approx(3 / 33)
+
+
+def test_5_1b_depth_not_measured_without_ppl():
+    assert one(C.verdict_5_1b_depth(both(None, [8, 9, 10]), T)).outcome == C.NOT_MEASURED
+
+
+# -- 5.2 -----------------------------------------------------------------------------------------
+
+EFFECTS = [-0.01, -0.005, 0.0, 0.005, 0.01]  # the searchers' own effect on accuracy
+
+
+def shares_grid(ppl_objective_effect=math.log(2), ppl_searcher_step=0.001, acc_objective_effect=0.014):
+    """Five searchers x two objectives, additive: log c4_ppl = objective + searcher, same for accuracy.
+    With acc_objective_effect = 0.014 the objective's and the searchers' sums of squares on accuracy
+    are equal (5 * 0.014^2 / 2 = 2 * sum(EFFECTS^2))."""
+    out = []
+    for k, s in enumerate(SEVEN[:5]):
+        for objective, on in (("ppl", 0), ("margin", 1)):
+            metrics = {"c4_ppl": 10 * math.exp(on * ppl_objective_effect + ppl_searcher_step * k),
+                       "avg_acc": 0.5 + on * acc_objective_effect + EFFECTS[k]}
+            out.append(cell(objective, s, [k, k + 1, k + 2], metrics=metrics))
+    return out
+
+
+def test_5_2_held_when_objective_dominates_ppl_and_matches_searchers_on_accuracy():
+    v = one(C.verdict_5_2(shares_grid(), FAST))
+    assert v.outcome == C.HELD, v.reason
+    assert v.statistic["D_ppl_low"] > 0.9
+    assert abs(v.statistic["D_acc"]) < 0.05
+    assert v.statistic["D_acc_low"] <= v.statistic["D_acc"] <= v.statistic["D_acc_high"]
+    assert (v.n_conditions, v.n_distinct) == (1, 5)
+
+
+def test_5_2_not_held_when_the_objective_dominates_accuracy_too():
+    v = one(C.verdict_5_2(shares_grid(acc_objective_effect=0.2), FAST))
+    assert v.outcome == C.NOT_HELD and "not comparable" in v.reason
+    assert v.statistic["D_acc"] > 0.9
+
+
+def test_5_2_not_held_when_searchers_dominate_perplexity():
+    v = one(C.verdict_5_2(shares_grid(ppl_objective_effect=0.01, ppl_searcher_step=0.3), FAST))
+    assert v.outcome == C.NOT_HELD and "not dominant" in v.reason
+    assert v.statistic["D_ppl"] < 0
+
+
+def test_5_2_not_measured_without_metrics():
+    rows = shares_grid()
+    for r in rows:
+        r["metrics"] = {}
+    v = one(C.verdict_5_2(rows, FAST))
+    assert v.outcome == C.NOT_MEASURED and "c4_ppl and avg_acc" in v.reason
+
+
+def test_5_2_bootstrap_is_seeded():
+    a, b = (one(C.verdict_5_2(shares_grid(acc_objective_effect=0.02), FAST)) for _ in range(2))
+    assert a.statistic == b.statistic
+
+
+# -- 5.3 -----------------------------------------------------------------------------------------
+
+def aligned(objective, sign, *, distinct=5, searchers=SEVEN[:5], loss_sign=None):
+    """A condition whose accuracy rises (sign=+1) or falls (-1) as C4 perplexity falls; the
+    calibration loss follows C4 perplexity, or runs against it with loss_sign=-1."""
+    out = []
+    for k, s in enumerate(searchers):
+        i = k % distinct
+        metrics = {"c4_ppl": 10.0 + i, "avg_acc": 0.5 - sign * 0.01 * i}
+        out.append(cell(objective, s, [i, i + 1, i + 2], (loss_sign or 1) * (2.0 + 0.1 * i), metrics=metrics))
+    return out
+
+
+def test_5_3_held_for_negative_ppl_and_positive_margin_alignment():
+    v = one(C.verdict_5_3(aligned("ppl", -1) + aligned("margin", +1), T))
+    assert v.outcome == C.HELD, v.reason
+    assert {k: v.statistic[k] for k in ("rho_ppl", "rho_margin")} == {"rho_ppl": pytest.approx(-1.0),
+                                                                      "rho_margin": pytest.approx(1.0)}
+    assert (v.n_conditions, v.n_distinct) == (2, 5)
+    assert "c4_ppl" in v.reason  # the axis the verdict used is named
+
+
+def test_5_3_not_held_when_ppl_pruning_is_positively_aligned():
+    v = one(C.verdict_5_3(aligned("ppl", +1) + aligned("margin", +1), T))
+    assert v.outcome == C.NOT_HELD and v.statistic["rho_ppl"] == pytest.approx(1.0)
+
+
+def test_5_3_not_measured_with_too_few_distinct_sets():
+    rows = aligned("ppl", -1, distinct=4, searchers=SEVEN) + aligned("margin", +1, distinct=4, searchers=SEVEN)
+    v = one(C.verdict_5_3(rows, T))  # seven solutions, four pruned models
+    assert v.outcome == C.NOT_MEASURED and "most distinct: 4" in v.reason
+
+
+def test_5_3_reports_both_axes_and_judges_on_the_named_one():
+    rows = aligned("ppl", -1, loss_sign=-1) + aligned("margin", +1, loss_sign=-1)  # own loss runs against c4
+    v = one(C.verdict_5_3(rows, T))
+    assert v.outcome == C.HELD
+    own = {d["objective"]: d["rho_calibration_loss"] for d in v.details}
+    assert own == {"ppl": pytest.approx(1.0), "margin": pytest.approx(-1.0)}
+    assert v.statistic["rho_ppl [calibration_loss]"] == pytest.approx(1.0)  # the other axis, in the table too
+    w = one(C.verdict_5_3(rows, C.with_threshold(T, "5.3", "x_axis", "calibration_loss")))
+    assert w.outcome == C.NOT_HELD and w.statistic["rho_ppl"] == pytest.approx(1.0)
+
+
+# -- the second contribution ---------------------------------------------------------------------
+
+def gains_grid(searcher_loss, **losses):
+    """ppl: one-shot at loss 2.0, the others at ``searcher_loss`` (or their own in ``losses``); C4
+    perplexity 10 for every ppl-chosen and 20 for every margin-chosen solution (objective gap log 2)."""
+    out = []
+    for s in SEVEN:
+        loss = 2.0 if s == "oneshot" else losses.get(s, searcher_loss)
+        out.append(cell("ppl", s, [8, 9, 10], loss, metrics={"c4_ppl": 10.0}))
+        out.append(cell("margin", s, [1, 4, 7], -1.0, metrics={"c4_ppl": 20.0}))
+    return out
+
+
+def test_search_gain_held_when_search_gains_are_small_next_to_the_objective_gap():
+    v = one(C.verdict_search_gain(gains_grid(1.995), T))
+    assert v.outcome == C.HELD and v.statistic["ratio"] == pytest.approx(0.005 / math.log(2))
+
+
+def test_search_gain_not_held_when_one_searcher_gains_much():
+    v = one(C.verdict_search_gain(gains_grid(1.995, bo=1.5), T))  # the largest gain is what must be marginal
+    assert v.outcome == C.NOT_HELD and v.statistic["ratio"] == pytest.approx(0.5 / math.log(2))
+    assert v.details[0]["best_searcher"] == "bo"
+
+
+def test_search_gain_not_measured_without_oneshot():
+    rows = [r for r in gains_grid(1.995) if r["search"] != "oneshot"]
+    assert one(C.verdict_search_gain(rows, T)).outcome == C.NOT_MEASURED
+
+
+def cost_grid(dear_lf, searchers=SEVEN):
+    return [cell(o, s, [8, 9, 10], lf=100 if s in ("oneshot", "greedy", "fbs") else dear_lf,
+                 seconds=1.0 if s == "oneshot" else 3.0) for o in ("ppl", "margin") for s in searchers]
+
+
+def test_search_cost_held_when_expensive_searchers_cost_ten_times_oneshot():
+    v = one(C.verdict_search_cost(cost_grid(1000), T))
+    assert v.outcome == C.HELD and v.statistic["ratio"] == pytest.approx(10.0)
+    assert v.n_conditions == 2 and v.details[0]["ga_seconds"] == pytest.approx(3.0)
+    assert v.statistic["seconds ratio"] == pytest.approx(3.0)
+    assert {s: v.statistic[s] for s in ("beam", "ga", "bo", "cbo")} == dict.fromkeys(("beam", "ga", "bo", "cbo"), 10.0)
+
+
+def test_search_cost_not_held_when_expensive_searchers_are_cheap():
+    v = one(C.verdict_search_cost(cost_grid(150), T))
+    assert v.outcome == C.NOT_HELD and v.statistic["ratio"] == pytest.approx(1.5)
+    w = one(C.verdict_search_cost(cost_grid(150), C.with_threshold(T, "search-cost", "measure", "seconds")))
+    assert w.statistic["ratio"] == pytest.approx(3.0)  # the measure is a parameter
+
+
+def test_search_cost_not_measured_without_an_expensive_searcher():
+    v = one(C.verdict_search_cost(cost_grid(1000, searchers=["oneshot", "greedy", "fbs"]), T))
+    assert v.outcome == C.NOT_MEASURED and "beam" in v.reason
+
+
+def test_search_convergence_held_when_searchers_agree():
+    v = one(C.verdict_search_convergence(both([8, 9, 10], [1, 4, 7]), T))
+    assert v.outcome == C.HELD and v.statistic["jaccard"] == 1.0 and v.n_conditions == 2
+
+
+def test_search_convergence_not_held_when_searchers_disagree():
+    sets = [[3 * (i % 4), 3 * (i % 4) + 1, 3 * (i % 4) + 2] for i in range(7)]
+    v = one(C.verdict_search_convergence(both(sets, sets), T))
+    assert v.outcome == C.NOT_HELD and v.statistic["jaccard"] < 0.2
+
+
+def test_search_convergence_not_measured_with_two_searchers():
+    assert one(C.verdict_search_convergence(both([8, 9, 10], [1, 4, 7], SEVEN[:2]), T)).outcome == C.NOT_MEASURED
+
+
+# -- 3.3 -----------------------------------------------------------------------------------------
+
+DENSE = 1.0
+PRIOR = [DENSE + 0.1 * (i + 1) for i in range(8)]
+
+
+def additivity_grid(true_loss, sizes=(2,)):
+    """Two searchers whose traces hold every set of the given sizes over 8 layers, scored by true_loss."""
+    sets = [list(s) for n in sizes for s in itertools.combinations(range(8), n)]
+    trace = [[s, true_loss(s)] for s in sets]
+    return [cell("ppl", s, [5, 6], n_layers=8, prior=PRIOR, dense=DENSE, trace=trace[k::2])
+            for k, s in enumerate(("greedy", "beam"))]
+
+
+def _additive(s):
+    return DENSE + sum(PRIOR[i] - DENSE for i in s)
+
+
+def test_3_3_held_when_multi_layer_losses_are_superadditive():
+    v = one(C.verdict_3_3(additivity_grid(lambda s: DENSE + 3 * (_additive(s) - DENSE)), T))
+    assert v.outcome == C.HELD
+    assert v.statistic["rel_error"] == pytest.approx(2 / 3)
+    assert v.statistic["spearman"] == pytest.approx(1.0)  # still ranked right: one-shot's premise
+    assert v.n_distinct == 28  # C(8, 2) evaluated sets, split over two traces
+
+
+def test_3_3_not_held_when_losses_are_additive():
+    v = one(C.verdict_3_3(additivity_grid(lambda s: _additive(s) + 1e-4 * (sum(s) % 3)), T))
+    assert v.outcome == C.NOT_HELD and v.statistic["rel_error"] < 0.01
+
+
+def test_3_3_not_measured_without_multi_layer_sets():
+    v = one(C.verdict_3_3(additivity_grid(_additive, sizes=(1,)), T))
+    assert v.outcome == C.NOT_MEASURED and "most: 0" in v.reason
+
+
+# -- grids are never pooled ----------------------------------------------------------------------
+
+def test_verdicts_never_pool_grids():
+    ppl_only = [cell("ppl", s, [8, 9, 10], grid="a") for s in SEVEN]
+    margin_only = [cell("margin", s, [1, 4, 6], grid="b") for s in SEVEN]
+    split = C.verdict_5_1a(ppl_only + margin_only, T)
+    assert [(v.grid, v.outcome) for v in split] == [("a", C.NOT_MEASURED), ("b", C.NOT_MEASURED)]
+    for r in margin_only:  # the same results in one grid are measurable: pooling would have changed the verdict
+        r["grid"] = "a"
+    assert one(C.verdict_5_1a(ppl_only + margin_only, T)).outcome == C.HELD
+
+
+def test_each_grid_gets_its_own_verdict():
+    agree = both([8, 9, 10], [1, 4, 7], grid="agree")
+    disagree = both([[3 * (i % 4), 3 * (i % 4) + 1, 3 * (i % 4) + 2] for i in range(7)], [1, 4, 7], grid="split")
+    vs = C.verdict_search_convergence(disagree + agree, T)
+    assert [(v.grid, v.outcome) for v in vs] == [("agree", C.HELD), ("split", C.HELD)]
+    assert vs[0].statistic["jaccard"] == 1.0 and vs[1].statistic["jaccard"] < 1.0  # margin agrees in "split"
+    vs = C.judge_all(agree + [cell("ppl", "oneshot", [0, 1, 2], grid="b")], FAST)
+    assert [v.grid for v in vs] == ["agree"] * len(C.CLAIMS) + ["b"] * len(C.CLAIMS)
+
+
+def test_only_the_papers_solutions_count():
+    rows = both([8, 9, 10], [1, 4, 7])
+    rows += [cell("ppl", "ga", [0, 1, 2], variant="wide"), cell("ppl", "exhaustive", [0, 1, 2]),
+             cell("ppl", "ga", [0, 1, 2], seed=1), cell("kl", "ga", [0, 1, 2])]
+    v = one(C.verdict_search_convergence(rows, T))
+    assert v.statistic["jaccard"] == 1.0 and v.n_distinct == 2
+
+
+# -- sensitivity, thresholds, quotes, markdown ---------------------------------------------------
+
+def test_sensitivity_flips_where_the_statistic_crosses_the_threshold():
+    rows = C.sensitivity(cost_grid(1000), "search-cost", "min_ratio", [2.0, 9.99, 10.0, 10.01, 20.0], T)
+    assert [(r["value"], r["outcome"]) for r in rows] == [
+        (2.0, C.HELD), (9.99, C.HELD), (10.0, C.HELD), (10.01, C.NOT_HELD), (20.0, C.NOT_HELD)]
+    assert all(r["statistic"]["ratio"] == pytest.approx(10.0) for r in rows)
+
+
+def test_sensitivity_is_per_grid():
+    rows = C.sensitivity(both([8, 9, 10], [1, 4, 7], grid="x") + both([0, 1, 2], [0, 1, 2], grid="y"),
+                         "5.1b-depth", "min_depth", [0.05, 0.5], T)
+    assert [(r["grid"], r["value"], r["outcome"]) for r in rows] == [
+        ("x", 0.05, C.HELD), ("x", 0.5, C.HELD), ("y", 0.05, C.HELD), ("y", 0.5, C.NOT_HELD)]
+
+
+def test_thresholds_load_from_the_file(tmp_path):
+    text = C.THRESHOLDS_FILE.read_text()
+    assert "Fixed before REPORT.md is regenerated" in text
+    assert T["search-convergence"]["min_jaccard"] == 0.5 and T["5.3"]["x_axis"] == "c4_ppl"
+    for claim in C.CLAIMS.values():
+        assert set(claim.parameters) == set(T[claim.id]) and claim.threshold in claim.parameters
+    edited = tmp_path / "claims.toml"
+    edited.write_text(re.sub(r"min_jaccard = 0\.50", "min_jaccard = 0.90", text))
+    loaded = C.load_thresholds(edited)
+    assert loaded["search-convergence"]["min_jaccard"] == 0.9
+    sets = [[8, 9, 10]] * 6 + [[8, 9, 11]]  # mean pairwise Jaccard 0.857
+    assert one(C.verdict_search_convergence(both(sets, sets), T)).outcome == C.HELD
+    assert one(C.verdict_search_convergence(both(sets, sets), loaded)).outcome == C.NOT_HELD
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda s: s.replace("min_rel_error = 0.10", ""), "missing min_rel_error"),
+    (lambda s: s + '\n["5.9"]\nx = 1\n', "unknown section"),
+    (lambda s: s.replace('["5.1a"]\n', '["5.1a"]\ntypo = 1\n'), "unknown typo"),
+])
+def test_a_bad_thresholds_file_is_refused(tmp_path, edit, message):
+    bad = tmp_path / "claims.toml"
+    bad.write_text(edit(C.THRESHOLDS_FILE.read_text()))
+    with pytest.raises(ValueError, match=message):
+        C.load_thresholds(bad)
+
+
+@pytest.mark.skipif(not PAPER.is_file(), reason=f"{PAPER} absent (the paper's text is not shipped with the repo)")
+def test_every_quote_is_in_the_papers_own_text():
+    text = " ".join(PAPER.read_text().split())
+    for claim in C.CLAIMS.values():
+        assert " ".join(claim.quote.split()) in text, claim.id
+
+
+def test_render_claims_has_a_verdict_table_and_a_sensitivity_table_per_grid():
+    rows = both([8, 9, 10], [1, 4, 7], grid="a") + cost_grid(1000)
+    lines = C.render_claims(rows, FAST)
+    text = "\n".join(lines)
+    for grid in ("a", "g"):
+        assert f"### Claims on grid `{grid}`" in text and f"Sensitivity on grid `{grid}`" in text
+    assert "| claim " in text and "n distinct" in text
+    for claim in C.CLAIMS.values():
+        assert f"“{claim.quote}”" in text
+    assert re.search(r"\| search-cost +\| Contributions .*\*\*HELD\*\*", text)
+    assert re.search(r"\| 5\.2 .*\*\*NOT MEASURED\*\*", text)
+    assert all(isinstance(line, str) for line in lines)
+
+
+def test_rendered_rows_keep_their_columns():
+    lines = "\n".join(C.render_claims(shares_grid(), FAST)).splitlines()
+    header = next(line for line in lines if line.startswith("| claim "))
+    row = next(line for line in lines if line.startswith("| 5.2 "))
+    assert "abs" not in row and r"\|D\|" in row  # the reason's |D| is escaped, not a column break
+    assert len(re.findall(r"(?<!\\)\|", row)) == len(re.findall(r"\|", header))
