@@ -20,6 +20,7 @@ from tabulate import tabulate
 from depthprune.evaluate import ZERO_SHOT_TASKS, headline
 from depthprune.grid.results import iter_dense, iter_results
 from depthprune.report import analysis as A
+from depthprune.report.claims import render_claims
 
 TASK_SHORT = {"hellaswag": "HS", "winogrande": "WG", "arc_easy": "ARC-e", "arc_challenge": "ARC-c",
               "piqa": "PIQA", "boolq": "BoolQ"}
@@ -177,9 +178,7 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
         f"{', '.join(grids) or 'none'}.",
         "",
     ]
-    lines += ["## The paper's claims", ""]
-    for v in (*A.verdict_structure(conds), A.verdict_alignment(conds), A.verdict_search(conds)):
-        lines += [f"- **{v.verdict.upper()}** — {v.claim}"] + [f"  - {e}" for e in v.evidence] + [""]
+    lines += ["## The paper's claims (its own text, v2), per grid", "", *render_claims(results), ""]
     if "paper" not in grids:
         lines += [
             "## Paper grid (llama3-8b, llama3.1-8b, qwen3-8b)",
@@ -200,9 +199,9 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
         ]
     lines += ["## Results per model, objective and budget", "",
               "Accuracies in %, headline metric per task (n = acc_norm, a = acc); avg acc = mean of the six. "
-              "Costs are the searcher's own: evaluations of distinct sets and layer-forwards (one block over "
-              "the whole calibration set = 1); the shared single-layer prior (L evaluations per model and "
-              "objective) is paid once and not counted per searcher.", ""]
+              "Costs are counted as if the searcher ran alone (result schema 2): evaluations of distinct sets "
+              "and layer-forwards (one block over the whole calibration set = 1), the dense pass and the "
+              "single-layer prior included for every searcher that uses the prior.", ""]
     for (grid, model, objective, budget), rows in conds.items():
         n_layers = rows[0]["n_layers"]
         lines += [f"### {model} · {objective} · M={budget} ({grid} grid, {n_layers} layers)", "",
