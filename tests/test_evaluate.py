@@ -40,8 +40,14 @@ def test_view_equals_pruned_copy_and_is_cached(tmp_path):
         (viewed.metrics["hellaswag_acc_norm"] + viewed.metrics["boolq_acc"]) / 2)
     assert viewed.protocol["zero_shot"]["lm_eval_version"]
     assert viewed.protocol["perplexity"]["wikitext2"]["joiner"] == "\n\n"
+    # per-item outcomes: one character per item, their mean is lm-eval's own metric
+    for task in ("hellaswag", "boolq", "lambada"):
+        outcomes = viewed.items[task]["acc"]
+        assert len(outcomes) == 12 and set(outcomes) <= {"0", "1"}
+        assert outcomes.count("1") / len(outcomes) == pytest.approx(viewed.metrics[f"{task}_acc"])
+    assert viewed.items["hellaswag"]["acc_norm"].count("1") / 12 == pytest.approx(viewed.metrics["hellaswag_acc_norm"])
     again = evaluate(model, tok, "random-llama", [1], TINY, CFG, cache_dir=tmp_path)
-    assert again.cached and again.metrics == viewed.metrics
+    assert again.cached and again.metrics == viewed.metrics and again.items == viewed.items
     (entry,) = tmp_path.iterdir()
     entry.write_text("{ truncated")
     redone = evaluate(model, tok, "random-llama", [1], TINY, CFG, cache_dir=tmp_path)

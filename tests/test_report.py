@@ -62,3 +62,38 @@ def test_report_end_to_end(tmp_path):
     assert "Not run here" in text
     assert (tmp_path / "figures" / "heatmap-t-m-ppl.png").stat().st_size > 1000
     assert (tmp_path / "figures" / "cost-quality-t.png").exists()
+
+
+def test_paired_difference_sees_a_real_gap_and_not_noise():
+    from depthprune.evaluate import headline
+
+    rng = __import__("random").Random(0)
+    base = "".join(rng.choice("01") for _ in range(200))
+    better = "".join("1" if (c == "1" or rng.random() < 0.3) else "0" for c in base)  # ~15 points better
+    noisy = "".join(c if rng.random() < 0.9 else rng.choice("01") for c in base)       # same accuracy, shuffled
+    a = {t: {"acc": better, "acc_norm": better} for t in ("hellaswag", "boolq")}
+    b = {t: {"acc": base, "acc_norm": base} for t in ("hellaswag", "boolq")}
+    c = {t: {"acc": noisy, "acc_norm": noisy} for t in ("hellaswag", "boolq")}
+    real = A.paired_difference(a, b, ("hellaswag", "boolq"), headline)
+    assert real.delta > 0.1 and real.distinguishable and real.n_items == 400
+    noise = A.paired_difference(c, b, ("hellaswag", "boolq"), headline)
+    assert abs(noise.delta) < 0.03 and not noise.distinguishable
+    assert A.paired_difference(a, {}, ("hellaswag",), headline) is None
+    assert A.paired_difference(a, b, ("hellaswag",), headline, seed=1) != A.paired_difference(a, b, ("hellaswag",), headline, seed=2)
+
+
+def test_noise_section_judges_each_solution_against_oneshot():
+    from depthprune.report import _noise_section
+
+    good, bad = "1" * 150 + "0" * 50, "1" * 100 + "0" * 100
+    outcomes = lambda s: {t: {"acc": s, "acc_norm": s} for t in ("hellaswag", "winogrande", "arc_easy",  # noqa: E731
+                                                                  "arc_challenge", "piqa", "boolq")}
+    rows = [_cell("m", "ppl", "oneshot", [1, 2], 1.0, 0.5), _cell("m", "ppl", "greedy", [3, 4], 1.0, 0.75),
+            _cell("m", "ppl", "beam", [1, 2], 1.0, 0.5)]
+    for r, s in zip(rows, (bad, good, bad)):
+        r["item_outcomes"] = outcomes(s)
+    text = "\n".join(_noise_section(A.by_condition(rows)))
+    assert "1 of 1 different solutions differ from oneshot's beyond the evaluation's noise" in text
+    assert re.search(r"\| greedy +\| \+25\.0 +\| \[\+2\d\.\d, \+2\d\.\d\] +\| yes", text), text
+    assert re.search(r"\| beam +\| same set", text)
+    assert "Not measured" in "\n".join(_noise_section(A.by_condition([_cell("m", "ppl", "oneshot", [1], 1.0, 0.5)])))

@@ -68,7 +68,9 @@ class EvalResult:
     protocol: dict[str, Any]
     seconds: float
     cached: bool = False
-    details: dict[str, Any] = field(default_factory=dict)
+    #: per-item outcomes: task -> metric (acc, acc_norm) -> "0110..." in lm-eval's doc order,
+    #: so that two solutions can be compared item by item (paired tests, not 2 x stderr)
+    items: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 # -- perplexity ------------------------------------------------------------------------------
@@ -112,8 +114,23 @@ def perplexity_suite(model, tokenizer, profile: Profile, cfg: EvalConfig) -> tup
 # -- lm-eval ---------------------------------------------------------------------------------
 
 
-def zero_shot(model, tokenizer, profile: Profile, cfg: EvalConfig) -> tuple[dict[str, float], dict[str, Any]]:
-    """lm-eval on the in-memory model; returns flat metrics and what lm-eval reported."""
+ITEM_METRICS = ("acc", "acc_norm")
+
+
+def item_outcomes(samples: list[dict[str, Any]]) -> dict[str, str]:
+    """lm-eval's logged samples of one task -> metric -> "0110..." ordered by doc_id."""
+    ordered = sorted(samples, key=lambda s: s["doc_id"])
+    out = {}
+    for metric in ITEM_METRICS:
+        values = [s.get(metric) for s in ordered]
+        if values and all(isinstance(v, (int, float)) and v in (0, 1) for v in values):
+            out[metric] = "".join(str(int(v)) for v in values)
+    return out
+
+
+def zero_shot(model, tokenizer, profile: Profile,
+              cfg: EvalConfig) -> tuple[dict[str, float], dict[str, Any], dict[str, dict[str, str]]]:
+    """lm-eval on the in-memory model: flat metrics, what lm-eval reported, per-item outcomes."""
     from lm_eval import simple_evaluate
     from lm_eval.models.huggingface import HFLM
 
@@ -121,12 +138,12 @@ def zero_shot(model, tokenizer, profile: Profile, cfg: EvalConfig) -> tuple[dict
     if cfg.lambada:
         names[profile.lm_eval_task("lambada")] = "lambada"
     if not names:
-        return {}, {}
+        return {}, {}, {}
     logging.getLogger("lm-eval").setLevel(logging.WARNING)
     lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=cfg.batch_size,
               max_length=getattr(model.config, "max_position_embeddings", None))
     out = simple_evaluate(model=lm, tasks=list(names), task_manager=profile.task_manager(), limit=cfg.limit,
-                          log_samples=False, bootstrap_iters=1000, verbosity="WARNING")
+                          log_samples=True, bootstrap_iters=1000, verbosity="WARNING")
     metrics: dict[str, float] = {}
     for lm_name, task in names.items():
         res = out["results"][lm_name]
@@ -147,7 +164,9 @@ def zero_shot(model, tokenizer, profile: Profile, cfg: EvalConfig) -> tuple[dict
         "headline_metric": {t: headline(t) for t in cfg.tasks},
         "limit": cfg.limit,
     }
-    return metrics, info
+    samples = out.get("samples") or {}
+    items = {task: item_outcomes(samples[lm_name]) for lm_name, task in names.items() if lm_name in samples}
+    return metrics, info, items
 
 
 # -- the whole evaluation, cached ------------------------------------------------------------
@@ -190,18 +209,19 @@ def evaluate(
     if path is not None and path.is_file():
         try:
             stored = json.loads(path.read_text())
-            return EvalResult(stored["metrics"], stored["protocol"], stored["seconds"], cached=True)
+            return EvalResult(stored["metrics"], stored["protocol"], stored["seconds"], cached=True,
+                              items=stored["items"])
         except (json.JSONDecodeError, KeyError):
             path.unlink()  # a corrupt cache entry is recomputed, never trusted
     start = time.perf_counter()
     with skip_layers(model, removed):
         metrics, ppl_protocol = perplexity_suite(model, tokenizer, profile, cfg)
-        zs_metrics, zs_info = zero_shot(model, tokenizer, profile, cfg)
+        zs_metrics, zs_info, items = zero_shot(model, tokenizer, profile, cfg)
     metrics.update(zs_metrics)
     protocol = {"config": asdict(cfg), "perplexity": ppl_protocol, "zero_shot": zs_info, "profile": profile.name,
                 "dtype": dtype}
     seconds = time.perf_counter() - start
     if path is not None:
         write_json_atomic(path, {"model": model_id, "weights": weights, "removed": sorted(removed),
-                                 "metrics": metrics, "protocol": protocol, "seconds": seconds})
-    return EvalResult(metrics, protocol, seconds)
+                                 "metrics": metrics, "protocol": protocol, "seconds": seconds, "items": items})
+    return EvalResult(metrics, protocol, seconds, items=items)

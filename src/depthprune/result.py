@@ -15,6 +15,7 @@ Top-level fields (``*`` = only meaningful when ``evaluated``)::
     n_layers, removed, calibration_loss, dense_calibration_loss
     evaluated              whether the pruned model was evaluated
     metrics*, dense_metrics*, evaluation_protocol*
+    item_outcomes*         task -> acc / acc_norm -> "0110..." per item (lm-eval doc order), for paired tests
     objective_params, calibration_protocol, search_params, search_info
     cost                   evaluations, layer_forwards, layer_backwards (as if alone), seconds, ...
     prior                  the single-removal losses f({i}) (null for non-finite)

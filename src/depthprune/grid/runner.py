@@ -142,7 +142,8 @@ class GridRunner:
         path = dense_path(self.results_dir, grid.name, session.spec.id)
         write_json_atomic(path, {
             "grid": grid.name, "model": session.spec.id, "weights": session.weights, "n_layers": session.n_layers,
-            "metrics": self._dense[key].metrics, "load_seconds": session.load_seconds,
+            "metrics": self._dense[key].metrics, "item_outcomes": self._dense[key].items,
+            "load_seconds": session.load_seconds,
             "objectives": {c.name: {"objective_params": c.objective.params(), "dense_calibration_loss": c.dense_loss,
                                     "prior": c.prior, "dense_seconds": c.dense_seconds,
                                     "prior_seconds": c.prior_seconds}

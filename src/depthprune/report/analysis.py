@@ -138,3 +138,51 @@ def variance_shares(rows: Sequence[dict[str, Any]], metric: str, transform=lambd
     ss_obj = len(searchers) * ((y.mean(1) - grand) ** 2).sum()
     ss_srch = len(objectives) * ((y.mean(0) - grand) ** 2).sum()
     return VarianceShare(metric, ss_obj / ss_total, ss_srch / ss_total, 1 - (ss_obj + ss_srch) / ss_total, y.size)
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """avg-acc(a) − avg-acc(b) over the same items, with a paired-bootstrap interval."""
+
+    delta: float
+    low: float
+    high: float
+    n_items: int
+
+    @property
+    def distinguishable(self) -> bool:
+        """The interval excludes 0: the difference exceeds the evaluation's own noise."""
+        return self.low > 0 or self.high < 0
+
+
+def paired_difference(a: dict[str, dict[str, str]], b: dict[str, dict[str, str]], tasks: Sequence[str],
+                      headline: Any, n_resamples: int = 1000, confidence: float = 0.95,
+                      seed: int = 0) -> PairedDifference | None:
+    """Paired bootstrap of the headline-accuracy average over ``tasks`` between two solutions.
+
+    ``a``/``b`` are result ``item_outcomes`` (task -> metric -> "0110..."). Items are resampled
+    within each task with the *same* indices for both solutions, so what two solutions
+    get right in common cancels: the interval is the noise of the difference, not of each
+    accuracy (with 200–250 items a task's own standard error is ~3 points, far wider).
+    None when either lacks a task's outcomes or the item lists differ in length.
+    """
+    per_task = []
+    for task in tasks:
+        metric = headline(task)
+        xa, xb = a.get(task, {}).get(metric), b.get(task, {}).get(metric)
+        if not xa or not xb or len(xa) != len(xb):
+            return None
+        per_task.append(np.frombuffer(xa.encode(), dtype=np.uint8).astype(float) - 48
+                        - (np.frombuffer(xb.encode(), dtype=np.uint8).astype(float) - 48))
+    if not per_task:
+        return None
+    rng = np.random.default_rng(seed)
+    boots = np.zeros(n_resamples)
+    for diff in per_task:
+        idx = rng.integers(0, len(diff), size=(n_resamples, len(diff)))
+        boots += diff[idx].mean(axis=1)
+    boots /= len(per_task)
+    delta = float(np.mean([d.mean() for d in per_task]))
+    tail = (1 - confidence) / 2
+    return PairedDifference(delta, float(np.quantile(boots, tail)), float(np.quantile(boots, 1 - tail)),
+                            sum(len(d) for d in per_task))
