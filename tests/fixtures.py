@@ -85,7 +85,7 @@ def result_v2(model: str, objective: str, search: str, removed: list[int], loss:
     stored = {
         "schema": SCHEMA, "cell": f"{model}-{objective}-{search}{variant_id}-M{budget}", "identity": ident.to_dict(),
         "n_layers": n_layers, "removed": list(removed), "calibration_loss": loss, "dense_calibration_loss": loss - 0.5,
-        "evaluated": metrics is not None, "metrics": metrics or {},
+        "evaluated": metrics is not None, "metrics": metrics or {}, "objective_params": {"seed": 0},
         "cost": {"evaluations": evaluations, "layer_forwards": 5 * evaluations, "layer_backwards": 0,
                  "seconds": 0.2, "search_seconds": 0.1},
         "environment": {"device": "cpu", "dtype": "torch.float32", "packages": {"torch": "x"}, "git_revision": "abc"},

@@ -62,3 +62,17 @@ def test_public_source_references(tmp_path):
     bad = _result([0, 1, 2, 3, 4, 5, 6, 7, 8], 1.0)
     assert compare(good, ref)[0] == []
     assert compare(bad, ref)[0] and "Jaccard 0.00" in compare(bad, ref)[0][0]
+
+
+def test_public_source_references_are_labelled_second_hand_and_quote_their_source():
+    import pathlib
+
+    from depthprune.grid.reference import PUBLIC_SOURCES
+
+    summary = pathlib.Path(__file__).resolve().parents[2] / "shared" / "paper" / "000_cf220a582586f00c.txt"
+    for entry in PUBLIC_SOURCES:
+        src = entry["source"]
+        assert src["second_hand"] and src["citation"].startswith("v1 summary (000_")
+        assert "not in the paper's own text" in src["citation"]
+        if summary.is_file():  # the developers' copy; CI has it beside the clone
+            assert src["quote"] in " ".join(summary.read_text().split())

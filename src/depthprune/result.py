@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA = 2
-REQUIRED_FIELDS = ("schema", "cell", "identity", "n_layers", "removed", "calibration_loss", "evaluated",
+REQUIRED_FIELDS = ("schema", "cell", "identity", "n_layers", "removed", "calibration_loss", "evaluated", "objective_params",
                    "metrics", "cost", "environment", "fingerprint", "settings")
 COST_FIELDS = ("evaluations", "layer_forwards", "layer_backwards", "seconds", "search_seconds")
 

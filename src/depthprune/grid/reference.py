@@ -136,12 +136,16 @@ PUBLIC_SOURCES: list[dict[str, Any]] = [
     {
         "cells": [f"llama3-8b-ppl-{s}-M9" for s in ("oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs")],
         "source": {
-            "citation": "Kim et al., Rethinking Layer Redundancy (arXiv 2604.24938), Sec. 5.1",
+            "citation": "v1 summary (000_cf220a582586f00c.txt): a third party's summary of the paper's first "
+                        "version (arXiv 2604.24938v1), second-hand — not in the paper's own text (v2)",
             "quote": "Removals concentrated in contiguous mid-to-late layer clusters "
-                     "(e.g., layers 9-12 and 22-26 in LLaMA3).",
-            "what": "the paper's perplexity-pruned LLaMA3 cluster",
-            "caveat": "the text names the cluster, not per-searcher masks; 9 layers match M=9. "
-                      "Layer numbering assumed 0-based as in transformers.",
+                     "(e.g., layers 9–12 and 22–26 in LLaMA3).",
+            "what": "the v1 summary's perplexity-pruned LLaMA3 cluster",
+            "second_hand": True,
+            "caveat": "second-hand: the paper's v2 text says only that perplexity pruning concentrates on "
+                      "contiguous mid-to-late layers (Sec. 5.1) and names no layers; the summary names a cluster, "
+                      "not per-searcher masks; 9 layers match M=9. Layer numbering assumed 0-based as in "
+                      "transformers.",
         },
         "removed_overlap": {"layers": [9, 10, 11, 12, 22, 23, 24, 25, 26], "min_jaccard": 0.5},
     },

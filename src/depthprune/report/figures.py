@@ -51,28 +51,53 @@ def removal_heatmaps(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path
 
 
 def cost_quality(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path, grid: str) -> Path | None:
-    """Accuracy (avg_acc) vs search evaluations, one point per cell, one panel per objective."""
-    per_obj: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for (g, _model, objective, _budget), rows in conds.items():
-        if g == grid:
-            per_obj[objective].extend(r for r in rows if r["metrics"].get("avg_acc") is not None)
-    if not per_obj:
+    """Accuracy vs cost as if alone (layer-forwards and seconds, each relative to oneshot's in the
+    same condition): one column per budget, rows = the two cost measures; colour = searcher,
+    marker = model, filled = ppl objective, hollow = others — never one mixed cloud."""
+    points: list[tuple[str, str, int, str, float, float, float]] = []
+    for (g, model, objective, budget), rows in conds.items():
+        if g != grid:
+            continue
+        base = next((r for r in rows if r["search"] == "oneshot"), None)
+        if base is None:
+            continue
+        for r in rows:
+            acc = r["metrics"].get("avg_acc")
+            if acc is None:
+                continue
+            lf = r["cost"]["layer_forwards"] / max(base["cost"]["layer_forwards"], 1)
+            sec = r["cost"]["seconds"] / max(base["cost"]["seconds"], 1e-9)
+            points.append((model, objective, budget, r["search"], lf, sec, 100 * acc))
+    if not points:
         return None
-    searchers = sorted({r["search"] for rows in per_obj.values() for r in rows}, key=searcher_rank)
+    budgets = sorted({p[2] for p in points})
+    models = sorted({p[0] for p in points})
+    searchers = sorted({p[3] for p in points}, key=searcher_rank)
     colours = {s: plt.cm.tab10(i % 10) for i, s in enumerate(searchers)}
-    fig, axes = plt.subplots(1, len(per_obj), figsize=(5 * len(per_obj), 3.6), squeeze=False)
-    for ax, (objective, rows) in zip(axes[0], sorted(per_obj.items())):
-        for s in searchers:
-            pts = [(max(r["cost"]["evaluations"], 1), 100 * r["metrics"]["avg_acc"]) for r in rows if r["search"] == s]
-            if pts:
-                x, y = zip(*pts)
-                ax.scatter(x, y, color=colours[s], label=s, s=22)
-        ax.set_xscale("log")
-        ax.set_xlabel("search evaluations (log)")
-        ax.set_ylabel("avg zero-shot accuracy (%)")
-        ax.set_title(f"objective: {objective}", fontsize=10)
-    axes[0][-1].legend(fontsize=7, loc="best")
-    fig.suptitle(f"cost vs quality per searcher ({grid} grid)", fontsize=10)
+    markers = {m: "osD^vP*X"[i % 8] for i, m in enumerate(models)}
+    fig, axes = plt.subplots(2, len(budgets), figsize=(4.6 * len(budgets), 6.4), squeeze=False)
+    for col, budget in enumerate(budgets):
+        for row, (index, label) in enumerate(((4, "layer-forwards / oneshot's"), (5, "seconds / oneshot's"))):
+            ax = axes[row][col]
+            for model, objective, b, search, *values in points:
+                if b != budget:
+                    continue
+                x, y = values[index - 4], values[2]
+                filled = objective == "ppl"
+                ax.scatter(x, y, s=26, marker=markers[model], color=colours[search] if filled else "none",
+                           edgecolors=colours[search], linewidths=1.1)
+            ax.set_xscale("log")
+            ax.set_xlabel(f"{label} (log; as if alone)", fontsize=8)
+            ax.set_ylabel("avg zero-shot accuracy (%)", fontsize=8)
+            ax.set_title(f"M={budget}", fontsize=9)
+    handles = [plt.Line2D([], [], color=colours[s], marker="o", linestyle="", label=s) for s in searchers]
+    handles += [plt.Line2D([], [], color="grey", marker=markers[m], linestyle="", label=m) for m in models]
+    handles += [plt.Line2D([], [], color="grey", marker="o", linestyle="", label="ppl (filled)"),
+                plt.Line2D([], [], color="grey", marker="o", markerfacecolor="none", linestyle="",
+                           label="other objective (hollow)")]
+    axes[0][-1].legend(handles=handles, fontsize=6, loc="best")
+    fig.suptitle(f"cost vs quality per searcher ({grid} grid); cost counted as if each searcher ran alone",
+                 fontsize=10)
     fig.tight_layout()
     path = out_dir / f"cost-quality-{grid}.png"
     fig.savefig(path, dpi=110, metadata=_PNG_META)
