@@ -3,7 +3,7 @@
     pytest bench -k "llama3 and margin"            select cells by id
     pytest bench --grid tiny --full-grid           the whole tiny grid (default: its CI slice)
     pytest bench --shard 2/8                       this machine's share (a cluster job array)
-    pytest bench -n 4 --dist loadgroup             one worker per GPU, a model's cells on one worker
+    pytest bench -n 4 --dist loadgroup             one worker per GPU, a model+objective's cells on one worker
     pytest bench --redo / --update-reference       recompute finished cells / rewrite references
 """
 
@@ -66,7 +66,9 @@ def pytest_generate_tests(metafunc):
             if shard and _shard_of(f"{grid.name}/{cell.group}", n) != k - 1:
                 continue
             marks = [getattr(pytest.mark, m) for m in grid.markers]
-            marks.append(pytest.mark.xdist_group(f"{grid.name}/{cell.model}"))
+            # one group per model and objective (they share a calibration and a prior): 6 groups of
+            # the tiny grid keep 2 workers busy to the end, where 3 model groups left one idle ~9 min
+            marks.append(pytest.mark.xdist_group(f"{grid.name}/{cell.group}"))
             if grid.ci_cells and cell.id not in grid.ci_cells:
                 marks.append(pytest.mark.grid_extra)
             params.append(pytest.param((grid, cell), id=cell.id, marks=marks))

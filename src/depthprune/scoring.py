@@ -392,7 +392,7 @@ class Scorer:
 class ReplayedCost:
     """What a sequence of requests costs on a private scorer of its own."""
 
-    evaluations: int  # distinct non-empty removal sets
+    evaluations: int  # distinct removal sets requested (the dense set only if the searcher asked for it)
     layer_forwards: int
     layer_backwards: int
 
@@ -411,7 +411,8 @@ def replay_cost(requests: Iterable[Request], losses: dict[frozenset[int], float]
     """
     cache = StateCache(max_bytes=1 << 62, keep_best=keep_best)
     seen: set[frozenset[int]] = set()
-    evaluations = forwards = backwards = 0
+    requested = {frozenset(r) for r in requests if r != ENERGY}
+    forwards = backwards = 0
     energy_done = False
     for request in [frozenset(), *requests]:
         if request == ENERGY:
@@ -423,11 +424,10 @@ def replay_cost(requests: Iterable[Request], losses: dict[frozenset[int], float]
         if s in seen:
             continue
         seen.add(s)
-        evaluations += bool(s)
         b, entry = cache.deepest(s, n_layers) if prefix_cache else (0, None)
         kept = [k for k in range(b, n_layers) if k not in s]
         if entry is not None and not kept and not final_norm:
             kept = [k for k in range(n_layers) if k not in s]
         forwards += len(kept)
         cache.offer(s, losses.get(s, math.nan), {boundary_key(k + 1, s): [] for k in kept})
-    return ReplayedCost(evaluations, forwards, backwards)
+    return ReplayedCost(len(requested), forwards, backwards)
