@@ -14,6 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from depthprune.report.analysis import Condition, searcher_rank  # noqa: E402
@@ -87,6 +88,9 @@ def cost_quality(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path, gr
                 ax.scatter(x, y, s=26, marker=markers[model], color=colours[search] if filled else "none",
                            edgecolors=colours[search], linewidths=1.1)
             ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: f"{v:g}×"))
+            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+            ax.axvline(1.0, color="lightgrey", linewidth=0.8, zorder=0)
             ax.set_xlabel(f"{label} (log; as if alone)", fontsize=8)
             ax.set_ylabel("avg zero-shot accuracy (%)", fontsize=8)
             ax.set_title(f"M={budget}", fontsize=9)
