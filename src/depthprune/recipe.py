@@ -34,7 +34,8 @@ import torch
 from depthprune.env import code_fingerprint, environment, library_versions, write_json_atomic
 from depthprune.masking import prune_layers
 from depthprune.evaluate import EvalConfig, EvalResult, evaluate
-from depthprune.models import ModelSpec, is_stand_in, load_model, locate, resolve, resolve_device, resolve_dtype
+from depthprune.models import (ModelSpec, is_stand_in, load_model, locate, resolve, resolve_device, resolve_dtype,
+                               weights_file_in)
 from depthprune.objectives import Objective, make_objective
 from depthprune.profiles import Profile, get_profile
 from depthprune.result import SCHEMA, Identity, fingerprint, to_json
@@ -73,7 +74,8 @@ class Session:
         start = time.perf_counter()
         path = locate(spec, allow_download=allow_download)
         hf_model, tokenizer = load_model(spec, device=dev, dtype=dtype, allow_download=allow_download)
-        weights = weights_fingerprint(path, spec.weights_file) if Path(path).is_dir() else f"hub:{path}"
+        weights = (weights_fingerprint(path, weights_file_in(spec, path)) if Path(path).is_dir()
+                   else f"hub:{path}")
         return cls(spec, prof, hf_model, tokenizer, dev, str(next(hf_model.parameters()).dtype), weights,
                    is_stand_in(path), batch_size or prof.batch_size, time.perf_counter() - start)
 

@@ -17,7 +17,7 @@ import torch
 from depthprune.env import write_json_atomic
 from depthprune.grid.cases import Cell, Grid
 from depthprune.grid.results import cell_path, dense_path, load_finished, write_result
-from depthprune.models import MODELS, WeightsUnavailable, is_stand_in, locate, resolve_dtype
+from depthprune.models import MODELS, WeightsUnavailable, is_stand_in, locate, resolve_dtype, weights_file_in
 from depthprune.objectives import make_objective
 from depthprune.profiles import get_profile
 from depthprune.recipe import Calibration, Session, identity, make_result, settings
@@ -75,7 +75,7 @@ def expected_settings(grid: Grid, cell: Cell, device: str, weights_dir: str) -> 
     search_params = get_searcher(cell.search, **grid.searcher_params.get(cell.search, {})).params()
     obj = objective.params()
     ident = Identity(
-        grid=grid.name, model=cell.model, weights=weights_fingerprint(weights_dir, spec.weights_file),
+        grid=grid.name, model=cell.model, weights=weights_fingerprint(weights_dir, weights_file_in(spec, weights_dir)),
         profile=profile.name, objective=cell.objective, dataset=obj.get("dataset", ""), answer=obj.get("answer"),
         calibration_seed=obj.get("seed", 0), search=cell.search, variant=cell.variant, budget=cell.budget,
         search_seed=cell.seed, stand_in=is_stand_in(weights_dir),

@@ -1,0 +1,6 @@
+"""The ``real`` profile's data: real English text (Python's own documentation), frozen.
+
+``python -m depthprune.real.build`` makes the shipped snapshot (``assets/real``): the text
+splits, the two lm-eval tasks and the Commonsense-170k-format calibration records; ``check``
+measures the model card of ``smollm2-135m``. See :mod:`depthprune.real.build`.
+"""
