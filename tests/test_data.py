@@ -119,3 +119,19 @@ def test_unknown_names_and_missing_files(tmp_path):
 
     with pytest.raises(DataUnavailable, match="not found"):
         load_texts(TextSource("json", data_files={"train": str(tmp_path / "none.jsonl")}))
+
+
+def test_cloze_ending_with_one_underscore_in_the_stem_is_not_a_blank():
+    """An ``endingK`` record continues its stem even where the stem holds one ``_`` (a name like
+    ``exc_info``): only non-ending records with a single ``_`` are fill-in-the-blank."""
+    from depthprune.data import parse_commonsense_record
+
+    record = {
+        "instruction": "Please choose the correct ending to complete the given sentence: Call sys.exc_info() to "
+                       "get the exception.\n\nEnding1: It returns a tuple.\n\nEnding2: Birds fly.\n\n"
+                       "Answer format: ending1/ending2",
+        "input": "", "output": "the correct answer is ending1", "answer": "ending1",
+    }
+    item = parse_commonsense_record(record, answer="cloze")
+    assert item.prompt == "Call sys.exc_info() to get the exception."
+    assert item.choices == (" It returns a tuple.", " Birds fly.") and item.gold == 0

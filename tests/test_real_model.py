@@ -70,7 +70,7 @@ def session():
         pytest.skip(_missing())
     from depthprune.recipe import Session
 
-    s = Session.open("smollm2-135m", profile="paper", device="cpu")  # its own profile: next commit
+    s = Session.open("smollm2-135m", device="cpu")
     yield s
     s.close()
 
@@ -78,7 +78,7 @@ def session():
 @needs_weights
 def test_session_opens_dense_llama(session):
     model = session.model
-    assert session.n_layers == 30 and session.dtype == "torch.float32"
+    assert session.profile.name == "real" and session.n_layers == 30 and session.dtype == "torch.float32"
     assert type(model).__name__ == "LlamaForCausalLM" and model.config.hidden_size == 576
     assert 134_000_000 < sum(p.numel() for p in model.parameters()) < 135_000_000
     # dequantised: a plain dense model, no quantiser left behind

@@ -251,11 +251,13 @@ def _cloze_item(instruction: str, extra: str, labels: tuple[str, ...], gold: int
         stem = f"{stem} {' '.join(extra.split())}"
     if not stem:
         raise ValueError(f"empty question stem in instruction: {instruction[:120]!r}")
+    # "ending" labels first: an ending continues the sentence even where the stem happens to
+    # hold one underscore (Python's docs: "sys.exc_info()"), which is not a blank to fill
+    if labels[0].lower().startswith("ending"):
+        return ChoiceItem(stem, tuple(f" {t}" for t in texts), gold)
     if stem.count("_") == 1:
         before, after = stem.split("_")
         return ChoiceItem(before.rstrip(), tuple(f" {t}{after}" for t in texts), gold)
-    if labels[0].lower().startswith("ending"):
-        return ChoiceItem(stem, tuple(f" {t}" for t in texts), gold)
     return ChoiceItem(f"Question: {stem}\nAnswer:", tuple(f" {t}" for t in texts), gold)
 
 

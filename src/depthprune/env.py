@@ -29,9 +29,9 @@ RESULT_LIBRARIES = tuple(p for p in PACKAGES if p != "depthprune") + ("gpytorch"
 _PACKAGE_ROOT = Path(__file__).resolve().parent
 #: Parts of the package that cannot change a result: presentation (report, CLI), the
 #: harness around a cell (references, case-file parsing: case settings enter the cell
-#: fingerprint themselves) and the tiny family's build recipe (its outputs, the shipped
-#: weights and fixtures, are fingerprinted as data).
-_NOT_RESULT_AFFECTING = ("report/", "cli.py", "grid/reference.py", "grid/cases.py", "tiny/")
+#: fingerprint themselves) and the tiny family's and the real profile's build recipes (their
+#: outputs, the shipped weights, fixtures and frozen data, are fingerprinted as data).
+_NOT_RESULT_AFFECTING = ("report/", "cli.py", "grid/reference.py", "grid/cases.py", "tiny/", "real/")
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
@@ -56,7 +56,7 @@ def _result_affecting_files() -> list[Path]:
         rel = path.relative_to(_PACKAGE_ROOT).as_posix()
         if not path.is_file() or "__pycache__" in rel or rel.startswith(_NOT_RESULT_AFFECTING):
             continue
-        if path.suffix == ".py" or (rel.startswith("assets/tiny/") and "/models/" not in rel):
+        if path.suffix == ".py" or (rel.startswith(("assets/tiny/", "assets/real/")) and "/models/" not in rel):
             files.append(path)  # code, plus the shipped fixtures, tasks and tokenizer (weights: weights.py)
     return files
 

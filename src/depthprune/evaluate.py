@@ -9,8 +9,9 @@ the LAMBADA stand-in) are local YAML tasks loaded with
 
 Metrics are flat, named after the paper's tasks whatever the profile:
 ``wikitext2_ppl``, ``c4_ppl``, ``lambada_ppl``, ``lambada_acc``, ``<task>_acc``,
-``<task>_acc_norm``, and ``avg_acc`` = the mean headline metric over the six tasks
-(acc_norm for hellaswag and arc_challenge, acc otherwise). Results are cached on disk
+``<task>_acc_norm``, and ``avg_acc`` = the mean headline metric over the evaluated tasks
+(the paper's six: acc_norm for hellaswag and arc_challenge, acc otherwise; a profile with
+tasks of its own names its tasks and their headline metrics, :class:`~depthprune.profiles.Profile`). Results are cached on disk
 by (model, removed set, tasks, protocol), so two searchers that find the same set are
 evaluated once.
 """
@@ -154,14 +155,14 @@ def zero_shot(model, tokenizer, profile: Profile,
             ):
                 short = "ppl" if metric == "perplexity" else metric
                 metrics[f"{task}_{short}"] = float(value)
-    heads = [metrics.get(f"{t}_{headline(t)}") for t in cfg.tasks]
+    heads = [metrics.get(f"{t}_{profile.headline_metric(t)}") for t in cfg.tasks]
     if cfg.tasks and all(h is not None for h in heads):
         metrics["avg_acc"] = sum(heads) / len(heads)
     info = {
         "lm_eval_version": package_versions().get("lm_eval"),
         "tasks": {name: {"version": out.get("versions", {}).get(name), "n_samples": out.get("n-samples", {}).get(name)}
                   for name in names},
-        "headline_metric": {t: headline(t) for t in cfg.tasks},
+        "headline_metric": {t: profile.headline_metric(t) for t in cfg.tasks},
         "limit": cfg.limit,
     }
     samples = out.get("samples") or {}

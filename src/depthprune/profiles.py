@@ -7,13 +7,17 @@ calibrated and evaluated on:
   ``commonsense170k``) — :meth:`Profile.source`, honouring ``DEPTHPRUNE_DATA_<NAME>``;
 * the calibration sizes each objective defaults to — :meth:`Profile.objective_params`;
 * how a pruned model is evaluated — :meth:`Profile.eval_config`;
-* which lm-eval task stands for each of the paper's tasks, and where local tasks live —
+* which zero-shot tasks a model is evaluated on (``tasks``: the paper's six unless the profile
+  has its own) and which metric of each is the headline one averaged into ``avg_acc``;
+* which lm-eval task stands for each of them, and where local tasks live —
   :meth:`Profile.lm_eval_task`, :meth:`Profile.task_manager`;
 * the micro-batch size of calibration forwards.
 
 ``paper`` is the paper's protocol (its sizes are the objectives' and EvalConfig's own
-defaults); ``tiny`` is ours: CPU-sized calibration and evaluation on the shipped fixtures.
-A model's registry entry names its profile; ``--profile`` overrides it.
+defaults); ``tiny`` is ours: CPU-sized calibration and evaluation on the shipped fixtures;
+``real`` is ours too: a real pretrained model (``smollm2-135m``) on CPU, on real English text
+(Python's documentation, frozen in ``assets/real``; :mod:`depthprune.real.build`) with two
+tasks of its own. A model's registry entry names its profile; ``--profile`` overrides it.
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from depthprune.data import TextSource
-from depthprune.evaluate import ZERO_SHOT_TASKS, EvalConfig
-from depthprune.models import TINY_ASSETS
+from depthprune.evaluate import HEADLINE_METRIC, ZERO_SHOT_TASKS, EvalConfig
+from depthprune.models import REAL_ASSETS, TINY_ASSETS
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,6 +47,8 @@ class Profile:
     batch_size: int = 8  # sequences per calibration micro-batch
     task_prefix: str = ""  # lm-eval task name = prefix + the paper's task name
     task_dir: Path | None = None  # local lm-eval tasks (include_path); None = lm-eval's own tasks
+    tasks: tuple[str, ...] = ZERO_SHOT_TASKS  # the zero-shot tasks evaluated (and allowed)
+    headline: Mapping[str, str] = field(default_factory=lambda: dict(HEADLINE_METRIC))  # task -> metric; else acc
 
     def source(self, dataset: str) -> TextSource:
         """Where ``dataset`` comes from; ``DEPTHPRUNE_DATA_<NAME>`` points it at a local JSON file."""
@@ -61,16 +67,24 @@ class Profile:
         return dict(self.objective_defaults.get(objective, {}))
 
     def eval_config(self, **overrides: Any) -> EvalConfig:
-        """The evaluation settings of this profile, with ``overrides`` (None values ignored)."""
-        values: dict[str, Any] = {**self.evaluation, **{k: v for k, v in overrides.items() if v is not None}}
-        if "tasks" in values:
-            unknown = sorted(set(values["tasks"]) - set(ZERO_SHOT_TASKS))
-            if unknown:
-                raise ValueError(f"unknown task(s) {', '.join(unknown)}; allowed: {', '.join(ZERO_SHOT_TASKS)}")
-            values["tasks"] = tuple(values["tasks"])
+        """The evaluation settings of this profile, with ``overrides`` (None values ignored).
+
+        ``tasks`` defaults to the profile's own and must be a subset of them.
+        """
+        values: dict[str, Any] = {"tasks": self.tasks, **self.evaluation,
+                                  **{k: v for k, v in overrides.items() if v is not None}}
+        unknown = sorted(set(values["tasks"]) - set(self.tasks))
+        if unknown:
+            raise ValueError(f"unknown task(s) {', '.join(unknown)} for profile {self.name!r}; "
+                             f"allowed: {', '.join(self.tasks)}")
+        values["tasks"] = tuple(values["tasks"])
         if "perplexity" in values:
             values["perplexity"] = tuple(values["perplexity"])
         return EvalConfig(**values)
+
+    def headline_metric(self, task: str) -> str:
+        """The metric of ``task`` that counts in ``avg_acc`` (acc unless the profile says otherwise)."""
+        return self.headline.get(task, "acc")
 
     def lm_eval_task(self, task: str) -> str:
         """The lm-eval task that stands for the paper's ``task`` (``lambada`` included)."""
@@ -139,7 +153,37 @@ TINY = Profile(
     task_dir=TINY_ASSETS / "tasks",
 )
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (PAPER, TINY)}
+_REAL_DATA = REAL_ASSETS / "data"
+# Ours, sized for two CPU cores (cases/smollm2.toml states the rule).
+REAL_OBJECTIVE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "ppl": {"n_samples": 16, "seq_len": 128},
+    "margin": {"n_items": 32, "answer": "cloze"},
+    "kl": {"n_samples": 16, "seq_len": 128},
+}
+REAL_EVALUATION: dict[str, Any] = {"seq_len": 256, "batch_size": 8}
+REAL = Profile(
+    name="real",
+    description=("ours: a real pretrained model on CPU (smollm2-135m); Python's documentation (pydoc_data.topics, "
+                 "frozen, split by document) as text, local lm-eval tasks real_nextsent and real_lambada"),
+    sources={
+        "c4_train": _local(_REAL_DATA / "calibration.jsonl"),
+        "c4_validation": _local(_REAL_DATA / "validation.jsonl", "validation"),
+        "wikitext2": _local(_REAL_DATA / "test.jsonl", "test"),
+        # the next-sentence task's train split in Commonsense-170k's record format
+        "commonsense170k": _local(_REAL_DATA / "commonsense" / "train.json", field="instruction"),
+    },
+    objective_defaults=REAL_OBJECTIVE_DEFAULTS,
+    evaluation=REAL_EVALUATION,
+    batch_size=8,
+    task_prefix="real_",
+    task_dir=REAL_ASSETS / "tasks",
+    tasks=("nextsent",),
+    # fixed with the task's construction, before any model ran on it: HellaSwag-like, so
+    # acc_norm is the headline (as for hellaswag); acc is recorded beside it
+    headline={"nextsent": "acc_norm"},
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (PAPER, TINY, REAL)}
 
 
 def get_profile(profile: str | Profile) -> Profile:

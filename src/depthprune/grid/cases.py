@@ -226,8 +226,9 @@ def load_grid(path: str | Path) -> Grid:
                                {f.name for f in fields(EvalConfig)})
     if "tasks" in evaluation:
         evaluation["tasks"] = tuple(evaluation["tasks"])
-    try:
-        get_profile("paper").eval_config(**evaluation)
+    try:  # valid for the profile of every model of the grid (its tasks, its fields)
+        for profile in sorted({MODELS[m].profile for m in models} or {"paper"}):
+            get_profile(profile).eval_config(**evaluation)
     except (TypeError, ValueError) as err:
         raise _fail(path, "[evaluation]", str(err)) from None
     tol_raw = _check_params(path, "tolerance", "", raw.get("tolerance", {}), {f.name for f in fields(Tolerance)})
