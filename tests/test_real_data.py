@@ -149,3 +149,23 @@ def test_real_tasks_load_in_lm_eval():
     ldocs = list(lambada.test_docs())
     assert len(ldocs) == MANIFEST["tasks"]["real_lambada"]["test"]
     assert lambada.doc_to_target(ldocs[0]) == " " + ldocs[0]["text"].split(" ")[-1]
+
+
+def test_smollm2_case_file():
+    """28 cells, a two-cell CI slice, and calibration / evaluation sizes equal to the real
+    profile's defaults (so `depthprune prune --model smollm2-135m` calibrates as a cell does)."""
+    from pathlib import Path
+
+    from depthprune.grid.cases import load_grids
+    from depthprune.objectives import make_objective
+
+    grids = {g.name: g for g in load_grids(Path(__file__).resolve().parent.parent / "cases")}
+    grid = grids["smollm2"]
+    assert len(grid.cells()) == 28 and grid.budgets == (7, 9)
+    assert grid.ci_cells == ("smollm2-135m-ppl-oneshot-M7", "smollm2-135m-margin-oneshot-M7")
+    real = get_profile("real")
+    for objective in ("ppl", "margin"):
+        assert (make_objective(objective, real, **grid.objective_params[objective]).params()
+                == make_objective(objective, real).params())
+    assert grid.eval_config(real) == real.eval_config()
+    assert grid.objective_params["margin"]["answer"] == "cloze"
