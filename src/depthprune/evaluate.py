@@ -11,9 +11,9 @@ Metrics are flat, named after the paper's tasks whatever the profile:
 ``wikitext2_ppl``, ``c4_ppl``, ``lambada_ppl``, ``lambada_acc``, ``<task>_acc``,
 ``<task>_acc_norm``, and ``avg_acc`` = the mean headline metric over the evaluated tasks
 (the paper's six: acc_norm for hellaswag and arc_challenge, acc otherwise; a profile with
-tasks of its own names its tasks and their headline metrics, :class:`~depthprune.profiles.Profile`). Results are cached on disk
-by (model, removed set, tasks, protocol), so two searchers that find the same set are
-evaluated once.
+tasks of its own names them and their headline metrics, :class:`~depthprune.profiles.Profile`).
+Results are cached on disk by (model, removed set, tasks, protocol), so two searchers that
+find the same set are evaluated once.
 """
 
 from __future__ import annotations
