@@ -17,6 +17,15 @@ for it, and layer-forwards are recounted by replaying the searcher's own request
 through a private prefix cache (:func:`depthprune.scoring.replay_cost`) — so the count
 is the same on every machine and in every order of cells. What this process actually
 ran is reported beside it (``layer_forwards_here``), and wall-clock seconds beside both.
+
+One memo per condition. Every loss a search of a calibration computes is kept in the
+calibration's memo (:attr:`Calibration.memo`) and handed to later searches of the same
+condition, so greedy at M=9 does not re-run greedy at M=7's path and beam re-uses the sets
+greedy scored. Losses do not depend on where they were computed (a set's loss is the same
+forward pass either way), so removed sets and losses are unchanged, and the counts are
+unchanged because they are replayed from the searcher's own requests. Seconds as if alone
+add to the measured search time what the re-used sets took where they were computed
+(``shared_seconds``, an estimate: that run's prefix cache may have differed).
 """
 
 from __future__ import annotations
@@ -46,7 +55,9 @@ from depthprune.weights import fingerprint as weights_fingerprint
 #: How ``cost`` is counted; written into every result.
 COUNTING = ("as if the searcher ran alone: the dense pass, the single-removal prior when the searcher uses it, "
             "and the searcher's own requests replayed through a private prefix cache (keep_best per size, byte "
-            "budget not binding); gate-gradient passes counted per pass; the start-up self-check excluded")
+            "budget not binding); gate-gradient passes counted per pass; the start-up self-check excluded; "
+            "seconds include, as an estimate, the time of sets another search of the condition computed "
+            "(shared_seconds)")
 
 
 @dataclass
@@ -118,6 +129,8 @@ class Calibration:
     prior: list[float]
     dense_seconds: float
     prior_seconds: float
+    #: loss and wall seconds of every set any search of this condition computed (module docstring)
+    memo: dict[frozenset[int], tuple[float, float]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, session: Session, objective: Objective) -> Calibration:
@@ -138,10 +151,19 @@ class Calibration:
         return self.scorer.dense_loss
 
     def search(self, searcher: str, budget: int, seed: int = 0, params: dict[str, Any] | None = None,
-               protected: tuple[int, ...] = (), use_prior: bool = True, progress: bool | str = False) -> SearchOutcome:
-        """Run ``searcher`` on a fork of the dense scorer; cost as if it ran alone (module docstring)."""
+               protected: tuple[int, ...] = (), use_prior: bool = True, progress: bool | str = False,
+               share_memo: bool = True) -> SearchOutcome:
+        """Run ``searcher`` on a fork of the dense scorer; cost as if it ran alone (module docstring).
+
+        ``share_memo``: start from the losses earlier searches of this calibration computed
+        (results and counts are the same either way; only this process's work shrinks).
+        """
         instance = get_searcher(searcher, progress=progress, **(params or {}))
-        known = {frozenset([i]): loss for i, loss in enumerate(self.prior)} if use_prior else {}
+        singles_known = {frozenset([i]): loss for i, loss in enumerate(self.prior)}
+        shared = {s: loss for s, (loss, _) in self.memo.items()} if share_memo else {}
+        known = {**shared, **singles_known} if use_prior else {**shared}
+        if not use_prior:  # a searcher without the prior pays for every single it asks for
+            known = {s: v for s, v in known.items() if s not in singles_known}
         fork = self.scorer.fork(known=known)
         torch.manual_seed(seed)
         result = instance.search(n_layers=fork.n_layers, budget=budget, score=fork, seed=seed,
@@ -152,6 +174,10 @@ class Calibration:
         replay = replay_cost([*singles, *fork.requests], losses, fork.n_layers, fork.cache.keep_best,
                              final_norm=fork.final_norm is not None, prefix_cache=fork.prefix_cache)
         prior_seconds = self.prior_seconds if charged_prior else 0.0
+        reused = {s for s in fork.requests if isinstance(s, frozenset) and s in shared and s not in fork.set_seconds}
+        shared_seconds = sum(self.memo[s][1] for s in reused)
+        for s, sec in fork.set_seconds.items():
+            self.memo.setdefault(s, (fork.memo[s], sec))
         cost = {
             "evaluations": replay.evaluations,
             "search_evaluations": result.evaluations,
@@ -159,8 +185,10 @@ class Calibration:
             "layer_forwards": replay.layer_forwards,
             "layer_backwards": replay.layer_backwards,
             "layer_forwards_here": fork.stats.layer_forwards,
-            "seconds": self.dense_seconds + prior_seconds + result.seconds,
-            "search_seconds": result.seconds,
+            "seconds": self.dense_seconds + prior_seconds + result.seconds + shared_seconds,
+            "search_seconds": result.seconds + shared_seconds,
+            "shared_sets": len(reused),
+            "shared_seconds": shared_seconds,
             "prior_seconds": prior_seconds,
             "dense_seconds": self.dense_seconds,
             "exhausted_budget": result.exhausted,

@@ -183,6 +183,7 @@ class Scorer:
         self.memo = memo
         self.stats = ScorerStats()
         self.requests: list[Request] = []
+        self.set_seconds: dict[frozenset[int], float] = {}  # wall time of each set this scorer ran
         self.dense_loss = memo.get(frozenset(), math.nan)
         self._inject: torch.Tensor | None = None
         self._capture_budget = 0
@@ -219,7 +220,8 @@ class Scorer:
         if s not in self.memo:
             start = time.perf_counter()
             loss, states = self._run(s, use_cache=self.prefix_cache, capture=self.prefix_cache)
-            self.stats.seconds += time.perf_counter() - start
+            self.set_seconds[s] = time.perf_counter() - start
+            self.stats.seconds += self.set_seconds[s]
             self.stats.evaluations += 1
             value = float(loss)
             self.memo[s] = value

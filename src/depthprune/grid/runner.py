@@ -3,8 +3,9 @@
 A cell is :mod:`depthprune.recipe` with the case file's settings: the :class:`GridRunner`
 keeps one :class:`~depthprune.recipe.Session` (a loaded model) at a time, so a model's
 cells share the load, the calibration batches, the dense pass and the single-removal
-prior of each objective; each cell's cost is still counted as if it ran alone. Searchers
-that agree share one evaluation through the on-disk evaluation cache.
+prior of each objective, and one memo of every loss any of its searches computed (greedy
+at M=9 re-uses greedy at M=7's path); each cell's cost is still counted as if it ran alone.
+Searchers that agree share one evaluation through the on-disk evaluation cache.
 """
 
 from __future__ import annotations
