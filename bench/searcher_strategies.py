@@ -229,6 +229,13 @@ class CountingScore:
         self.calls.append(removed)
         return self.f(removed)
 
+    def block_influence(self, metric: str = "cosine") -> list[float]:
+        """A structural ranking, as the engine offers one from hidden states (``bi`` needs it):
+        here a fixed function of the objective's single-layer values, read without asking
+        ``score`` (so it is neither a call nor an evaluation, as on the engine)."""
+        values = [self.f(frozenset([i])) for i in range(self.f.n_layers)]
+        return [v if math.isfinite(v) else math.inf for v in values]
+
 
 class CountingScoreMany(CountingScore):
     def many(self, sets: list[frozenset[int]]) -> list[float]:

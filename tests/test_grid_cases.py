@@ -93,3 +93,63 @@ def test_not_toml_and_duplicate_names(tmp_path):
     _write(d, GOOD, "b.toml")
     with pytest.raises(CaseFileError, match="already used"):
         load_grids(d)
+
+
+BLOCKS = GOOD.replace('name = "t"', 'name = "t"\nkind = "controls"\ncompare_with = "tiny"') + """
+[[cells]]
+searchers = ["ga"]
+variant = "uniform"
+search_params = { prior = "uniform" }
+budgets = [3]
+
+[[cells]]
+objectives = ["ppl"]
+searchers = ["oneshot"]
+variant = "csdata"
+objective_params = { dataset = "commonsense170k", packing = "joined" }
+
+[[cells]]
+searchers = ["oneshot", "ga"]
+budgets = [3]
+calibration_seeds = [1, 2]
+"""
+
+
+def test_cell_blocks_add_variants_and_calibration_seeds(tmp_path):
+    from depthprune.grid.runner import objective_params, search_params
+
+    grid = load_grid(_write(tmp_path, BLOCKS))
+    assert grid.kind == "controls" and grid.compare_with == "tiny"
+    cells = {c.id: c for c in grid.cells()}
+    assert len(cells) == 8 + 2 + 2 + 8  # axes, uniform ga, csdata oneshot, seeds (2 objectives x 2 searchers x 2)
+    ga = cells["tiny-llama3-margin-ga.uniform-M3"]
+    assert search_params(grid, ga) == {"prior": "uniform"} and ga.group == "tiny-llama3/margin"
+    cs = cells["tiny-llama3-ppl-oneshot.csdata-M5"]
+    assert objective_params(grid, cs) == {"n_samples": 8, "dataset": "commonsense170k", "packing": "joined"}
+    assert cs.group == "tiny-llama3/ppl.csdata"  # its own calibration, so its own group
+    # a stochastic searcher's seed follows the calibration seed; a deterministic one's does not
+    assert "tiny-llama3-ppl-ga-M3-s2-c2" in cells and "tiny-llama3-ppl-oneshot-M3-c2" in cells
+    assert objective_params(grid, cells["tiny-llama3-ppl-oneshot-M3-c2"])["seed"] == 2
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('variant = "uniform"', 'variant = "default"', "needs a name"),
+    ('prior = "uniform"', 'prior_kind = "uniform"', "prior_kind"),
+    ('packing = "joined"', 'packingg = "joined"', "packingg"),
+    ('calibration_seeds = [1, 2]', 'calibration_seeds = [-1]', "calibration_seeds"),
+    ('searchers = ["ga"]', 'searchers = ["gaa"]', "'gaa' is not allowed"),
+    ('budgets = [3]\n\n[[cells]]\nobjectives', 'budget = [3]\n\n[[cells]]\nobjectives', "budget"),
+    ('kind = "controls"', 'kind = "ablation"', "kind"),
+    ('compare_with = "tiny"', '', "compare_with"),
+])
+def test_bad_cell_blocks_say_where_and_what(tmp_path, old, new, message):
+    assert old in BLOCKS
+    with pytest.raises(CaseFileError, match=message) as err:
+        load_grid(_write(tmp_path, BLOCKS.replace(old, new, 1)))
+    assert str(tmp_path) in str(err.value)
+
+
+def test_a_block_that_repeats_a_cell_is_refused(tmp_path):
+    text = GOOD + '\n[[cells]]\nsearchers = ["oneshot"]\n'
+    with pytest.raises(CaseFileError, match="defined twice"):
+        load_grid(_write(tmp_path, text))

@@ -439,3 +439,54 @@ def test_score_many_must_return_one_loss_per_set() -> None:
 
     with pytest.raises(RuntimeError, match="score.many returned 1 losses for"):
         get_searcher("greedy").search(n_layers=4, budget=1, score=Bad())
+
+
+# ---------------------------------------------------------------------------------------
+# controls: Block Influence, random sets, the uniform-prior ablation
+# ---------------------------------------------------------------------------------------
+def test_bi_removes_the_lowest_influence_and_scores_only_its_answer() -> None:
+    class WithInfluence:
+        def __init__(self) -> None:
+            self.calls: list[frozenset[int]] = []
+
+        def __call__(self, s: frozenset[int]) -> float:
+            self.calls.append(s)
+            return float(sum(s))
+
+        def block_influence(self, metric: str) -> list[float]:
+            return [0.5, 0.1, 0.9, 0.05, 0.3, math.nan]
+
+    score = WithInfluence()
+    r = get_searcher("bi").search(n_layers=6, budget=2, score=score, seed=0, protected={3})
+    assert r.removed == (1, 4) and score.calls == [frozenset({1, 4})] and r.evaluations == 1
+    assert r.info["block_influence"][5] is None
+
+
+def test_bi_refuses_a_plain_loss_callable_with_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="block_influence"):
+        get_searcher("bi").search(n_layers=6, budget=2, score=lambda s: 0.0)
+    with pytest.raises(ValueError, match="metric"):
+        get_searcher("bi", metric="euclid")
+
+
+def test_random_scores_distinct_sets_and_seeds_matter() -> None:
+    f = Quadratic(10, seed=3)
+    a = get_searcher("random", n_sets=12).search(n_layers=10, budget=3, score=f, seed=0)
+    b = get_searcher("random", n_sets=12).search(n_layers=10, budget=3, score=Quadratic(10, seed=3), seed=1)
+    sets = [s for s, _ in a.trace]
+    assert len(sets) == len(set(sets)) == 12 and all(len(s) == 3 for s in sets)
+    assert a.loss == min(loss for _, loss in a.trace)
+    assert sets != [s for s, _ in b.trace]
+    assert get_searcher("random", n_sets=500).search(n_layers=5, budget=2, score=Quadratic(5, 0)).evaluations == 10
+
+
+@pytest.mark.parametrize("name", ["ga", "bo"])
+def test_uniform_prior_neither_asks_for_nor_uses_the_single_removal_losses(name: str) -> None:
+    f = Quadratic(9, seed=1)
+    prior = [f(frozenset([i])) for i in range(9)]
+    r = fast(name, prior="uniform").search(n_layers=9, budget=3, score=Quadratic(9, seed=1), seed=0, prior=prior)
+    assert not r.info["used_given_prior"] and r.info["prior"].startswith("uniform")
+    shared = fast(name).search(n_layers=9, budget=3, score=Quadratic(9, seed=1), seed=0, prior=prior)
+    assert shared.info["used_given_prior"] and [s for s, _ in shared.trace] != [s for s, _ in r.trace]
+    with pytest.raises(ValueError, match="prior"):
+        get_searcher(name, prior="peaked")

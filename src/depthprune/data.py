@@ -127,6 +127,51 @@ def calibration_windows(
     return torch.tensor(windows, dtype=torch.long), protocol
 
 
+def instruction_texts(source: TextSource) -> list[str]:
+    """Commonsense-170k-style records as the text a model is fine-tuned on: the instruction
+    (plus ``input`` if any), a blank line, the ``output`` — the margin's calibration data read
+    as plain text, for perplexity on the same data (the data-vs-loss control)."""
+    out = []
+    for r in load_records(source):
+        if not isinstance(r.get("instruction"), str) or not isinstance(r.get("output"), str):
+            raise DataUnavailable(f"{source.describe()}: records need 'instruction' and 'output' strings "
+                                  f"(fields: {', '.join(r)})")
+        extra = r.get("input") or ""
+        prompt = f"{r['instruction']}\n\n{extra}" if extra.strip() else r["instruction"]
+        out.append(f"{prompt}\n\n{r['output']}")
+    return out
+
+
+def joined_windows(
+    texts: Sequence[str], tokenizer, n_samples: int, seq_len: int, seed: int = 0, joiner: str = "\n\n"
+) -> tuple[torch.Tensor, WindowProtocol]:
+    """``n_samples`` consecutive windows of ``seq_len`` tokens from the texts joined into one
+    stream (in a seeded random order, ``joiner`` between them): for records shorter than a
+    window (Commonsense-170k's are 40-120 words), where ``calibration_windows`` finds none."""
+    if n_samples < 1 or seq_len < 2:
+        raise ValueError(f"need n_samples >= 1 and seq_len >= 2, got {n_samples}, {seq_len}")
+    order = list(range(len(texts)))
+    random.Random(seed).shuffle(order)
+    need = n_samples * seq_len
+    stream: list[int] = []
+    used = 0
+    for i in order:
+        if len(stream) >= need:
+            break
+        ids = tokenizer(texts[i] if not stream else joiner + texts[i])["input_ids"]
+        if stream and ids and ids[0] == getattr(tokenizer, "bos_token_id", None):
+            ids = ids[1:]  # one BOS, at the start of the stream
+        stream.extend(ids)
+        used += 1
+    if len(stream) < need:
+        raise DataUnavailable(f"the texts give {len(stream)} tokens; {n_samples} x {seq_len} = {need} are needed")
+    windows = torch.tensor(stream[:need], dtype=torch.long).reshape(n_samples, seq_len)
+    protocol = WindowProtocol("joined", seq_len, n_samples, seed, joiner=joiner,
+                              bos="tokenizer default, once at the start of the joined stream",
+                              extra={"records_used": used, "order": "seeded shuffle of the records"})
+    return windows, protocol
+
+
 def eval_windows(
     texts: Sequence[str],
     tokenizer,

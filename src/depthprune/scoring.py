@@ -140,8 +140,23 @@ def _default_cache_bytes(device: torch.device) -> int:
     return int(total * 0.25)
 
 
-Request = frozenset[int] | str  # a removal set, or ENERGY
+Request = frozenset[int] | str  # a removal set, ENERGY or BLOCK_INFLUENCE
 ENERGY = "energy"
+BLOCK_INFLUENCE = "block_influence"
+
+
+def token_weights(batch: Batch) -> torch.Tensor:
+    """[b, t] 1.0 for real tokens, 0.0 for padding, read from the batch's attention mask
+    (2D: as given; 4D packed: a token is real if it attends to an earlier one, or is first)."""
+    mask = batch.forward_kwargs.get("attention_mask")
+    b, t = batch.input_ids.shape
+    if mask is None:
+        return torch.ones(b, t)
+    if mask.dim() == 2:
+        return mask.float()
+    back = mask[:, 0].bool().tril(-1).any(-1)
+    back[:, 0] = True
+    return back.float()
 
 
 class Scorer:
@@ -188,6 +203,7 @@ class Scorer:
         self._inject: torch.Tensor | None = None
         self._capture_budget = 0
         self._energy: tuple[list[float], list[list[float]]] | None = None
+        self._cosine: list[float] | None = None  # mean cos(block input, block output), dense model
 
     # Read-only views of the shared calibration data.
     model = property(lambda self: self.data.model)
@@ -246,6 +262,55 @@ class Scorer:
             self.stats.layer_backwards += backwards
             self.stats.seconds += time.perf_counter() - start
         return self._energy
+
+    def block_influence(self, metric: str = "cosine") -> list[float]:
+        """Per block, how much it changes its input on the dense model (ShortGPT's Block
+        Influence 1 − cos, or the angular distance arccos(cos)/π), token-weighted over the
+        calibration set (padding excluded). One dense pass with hooks, counted once."""
+        if metric not in ("cosine", "angular"):
+            raise ValueError(f"block_influence: metric must be 'cosine' or 'angular', got {metric!r}")
+        self.requests.append(BLOCK_INFLUENCE)
+        if self._cosine is None:
+            start = time.perf_counter()
+            self._cosine = self._dense_cosines()
+            self.stats.layer_forwards += self.n_layers
+            self.stats.seconds += time.perf_counter() - start
+        if metric == "cosine":
+            return [1.0 - c for c in self._cosine]
+        return [math.acos(max(-1.0, min(1.0, c))) / math.pi for c in self._cosine]
+
+    def _dense_cosines(self) -> list[float]:
+        layers = self.decoder.layers
+        sums = torch.zeros(self.n_layers, dtype=torch.float64)
+        count = 0.0
+        inputs: dict[int, torch.Tensor] = {}
+        hooks = []
+
+        def pre(k):
+            def hook(module, args, kwargs):
+                inputs[k] = args[0] if args else kwargs["hidden_states"]
+            return hook
+
+        def post(k, weights_ref):
+            def hook(module, args, output):
+                cos = torch.nn.functional.cosine_similarity(inputs.pop(k).float(), hidden_of(output).float(), dim=-1)
+                sums[k] += (cos.double().cpu() * weights_ref[0]).sum()
+            return hook
+
+        weights_ref: list[torch.Tensor] = [torch.ones(1)]
+        for k, layer in enumerate(layers):
+            hooks.append(layer.register_forward_pre_hook(pre(k), with_kwargs=True))
+            hooks.append(layer.register_forward_hook(post(k, weights_ref)))
+        try:
+            with torch.no_grad():
+                for batch in self.batches:
+                    weights_ref[0] = token_weights(batch).double()
+                    count += float(weights_ref[0].sum())
+                    self.decoder.owner(**batch.model_inputs(self.device), use_cache=False)
+        finally:
+            for h in hooks:
+                h.remove()
+        return [float(v) / count for v in sums]
 
     # -- the forward pass ----------------------------------------------------------------
     def _run(
@@ -413,14 +478,18 @@ def replay_cost(requests: Iterable[Request], losses: dict[frozenset[int], float]
     """
     cache = StateCache(max_bytes=1 << 62, keep_best=keep_best)
     seen: set[frozenset[int]] = set()
-    requested = {frozenset(r) for r in requests if r != ENERGY}
+    requested = {frozenset(r) for r in requests if not isinstance(r, str)}
     forwards = backwards = 0
-    energy_done = False
+    energy_done = influence_done = False
     for request in [frozenset(), *requests]:
         if request == ENERGY:
             if not energy_done:
                 f, b = energy_passes(n_layers)
                 forwards, backwards, energy_done = forwards + f, backwards + b, True
+            continue
+        if request == BLOCK_INFLUENCE:
+            if not influence_done:
+                forwards, influence_done = forwards + n_layers, True
             continue
         s = frozenset(request)
         if s in seen:

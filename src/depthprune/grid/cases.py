@@ -30,6 +30,17 @@ file, the field and what is allowed — a typo must never silently shrink a grid
 
     [ci]
     cells = ["tiny-llama3-ppl-greedy-M3"]   # the slice CI runs (others need --full-grid)
+
+    [[cells]]                   # more cells: axes default to [grid]'s (a control's variations)
+    searchers = ["ga", "bo"]
+    variant = "uniform"         # named in the cell id: tiny-llama3-ppl-ga.uniform-M3
+    search_params = { prior = "uniform" }       # over [searcher.*]
+    objective_params = {}                       # over [objective.*]
+    calibration_seeds = [1, 2]  # more calibration samples (ids -c1, -c2); stochastic searchers'
+                                # seed follows the calibration seed (ids -s1 -c1)
+
+A grid of ``kind = "controls"`` varies a main grid (``compare_with``): the reporter puts
+its cells in the control sections, never in the main tables or the claim verdicts.
 """
 
 from __future__ import annotations
@@ -83,6 +94,9 @@ class Cell:
     seed: int = 0
     calibration_seed: int | None = None
     variant: str = "default"
+    #: the variant's parameters over the case file's [searcher.*] / [objective.*] (sorted items)
+    search_params: tuple[tuple[str, Any], ...] = ()
+    objective_params: tuple[tuple[str, Any], ...] = ()
 
     @property
     def id(self) -> str:
@@ -94,7 +108,9 @@ class Cell:
     @property
     def group(self) -> str:
         """Cells of one group share a loaded model, calibration data and prior."""
-        return f"{self.model}/{self.objective}"
+        data = f".{self.variant}" if self.objective_params else ""
+        calib = f"/c{self.calibration_seed}" if self.calibration_seed is not None else ""
+        return f"{self.model}/{self.objective}{data}{calib}"
 
 
 @dataclass(frozen=True)
@@ -116,9 +132,12 @@ class Grid:
     evaluation: dict[str, Any] = field(default_factory=dict)
     tolerance: Tolerance = Tolerance()
     ci_cells: tuple[str, ...] = ()
+    kind: str = "main"  # "controls": varies the main grid ``compare_with``; reported apart
+    compare_with: str | None = None
+    blocks: tuple[dict[str, Any], ...] = ()  # the [[cells]] tables, validated
 
     def cells(self) -> list[Cell]:
-        return [
+        cells = [
             Cell(self.name, m, o, s, b, seed)
             for m in self.models
             for o in self.objectives
@@ -126,6 +145,9 @@ class Grid:
             for b in self.budgets
             for seed in self.seeds
         ]
+        for block in self.blocks:
+            cells += _block_cells(self, block)
+        return cells
 
     def eval_config(self, profile: str | Profile) -> EvalConfig:
         return get_profile(profile).eval_config(**self.evaluation)
@@ -139,10 +161,30 @@ class Grid:
         raise KeyError(f"{self.path}: no cell {cell_id!r}; e.g. {', '.join(ids[:3])} ({len(ids)} cells)")
 
 
-_GRID_KEYS = {"name": str, "description": str, "models": list, "objectives": list, "searchers": list,
+def _block_cells(grid: Grid, block: dict[str, Any]) -> list[Cell]:
+    from depthprune.search import SEARCHERS
+
+    out = []
+    sp = tuple(sorted(block.get("search_params", {}).items()))
+    op = tuple(sorted(block.get("objective_params", {}).items()))
+    for m in block.get("models", grid.models):
+        for o in block.get("objectives", grid.objectives):
+            for s in block.get("searchers", grid.searchers):
+                for b in block.get("budgets", grid.budgets):
+                    for cseed in block.get("calibration_seeds", [None]):
+                        seeds = [cseed] if cseed is not None and SEARCHERS[s].stochastic else grid.seeds
+                        for seed in seeds:
+                            out.append(Cell(grid.name, m, o, s, b, seed, cseed, block.get("variant", "default"),
+                                            sp, op))
+    return out
+
+
+_BLOCK_KEYS = {"models": list, "objectives": list, "searchers": list, "budgets": list, "variant": str,
+               "search_params": dict, "objective_params": dict, "calibration_seeds": list, "description": str}
+_GRID_KEYS = {"name": str, "kind": str, "compare_with": str, "description": str, "models": list, "objectives": list, "searchers": list,
               "budgets": list, "seeds": list, "markers": list, "device": str, "dtype": str, "batch_size": int}
 _REQUIRED = ("name", "models", "objectives", "searchers", "budgets")
-_SECTIONS = ("grid", "objective", "searcher", "evaluation", "tolerance", "ci")
+_SECTIONS = ("grid", "objective", "searcher", "evaluation", "tolerance", "ci", "cells")
 
 
 def _fail(path: Path, where: str, message: str) -> CaseFileError:
@@ -242,12 +284,67 @@ def load_grid(path: str | Path) -> Grid:
         description=g.get("description", ""), objective_params=objective_params,
         searcher_params=searcher_params, evaluation=evaluation, tolerance=Tolerance(**tol_raw),
     )
+    if g.get("kind", "main") not in ("main", "controls"):
+        raise _fail(path, "[grid] kind", f"{g['kind']!r} is not allowed; allowed: main, controls")
+    if g.get("kind") == "controls" and not g.get("compare_with"):
+        raise _fail(path, "[grid] compare_with", "required for kind = \"controls\": the main grid it varies")
+    blocks = _check_blocks(path, raw.get("cells", []), g, objective_params, searcher_params)
+    grid = Grid(**{**grid.__dict__, "kind": g.get("kind", "main"), "compare_with": g.get("compare_with"),
+                   "blocks": blocks})
     ci = _check_params(path, "ci", "", raw.get("ci", {}), {"cells"})
-    ids = {c.id for c in grid.cells()}
+    ids = [c.id for c in grid.cells()]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise _fail(path, "[[cells]]", f"cell {dupes[0]!r} is defined twice; give the block its own variant name")
     for cid in ci.get("cells", []):
         if cid not in ids:
             raise _fail(path, "[ci] cells", f"{cid!r} is not a cell of this grid")
     return Grid(**{**grid.__dict__, "ci_cells": tuple(ci.get("cells", []))})
+
+
+def _check_blocks(path: Path, raw: Any, g: dict[str, Any], objective_params: dict[str, dict[str, Any]],
+                  searcher_params: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """The [[cells]] tables: known keys, allowed names, parameters the searcher/objective has."""
+    from depthprune.objectives import OBJECTIVES
+    from depthprune.search import SEARCHERS
+
+    if not isinstance(raw, list):
+        raise _fail(path, "[[cells]]", "must be an array of tables ([[cells]])")
+    allowed_names = {"models": set(MODELS), "objectives": set(OBJECTIVES), "searchers": set(SEARCHERS)}
+    blocks = []
+    for n, block in enumerate(raw, 1):
+        where = f"[[cells]] #{n}"
+        if not isinstance(block, dict):
+            raise _fail(path, where, "must be a table")
+        for key, value in block.items():
+            if key not in _BLOCK_KEYS:
+                raise _fail(path, f"{where} {key}", f"unknown field; allowed: {', '.join(_BLOCK_KEYS)}")
+            if not isinstance(value, _BLOCK_KEYS[key]) or isinstance(value, bool):
+                raise _fail(path, f"{where} {key}", f"must be a {_BLOCK_KEYS[key].__name__}, got {value!r}")
+        for key, names in allowed_names.items():
+            for v in block.get(key, []):
+                if v not in names:
+                    raise _fail(path, f"{where} {key}", f"{v!r} is not allowed; allowed: {', '.join(sorted(names))}")
+        for key in ("budgets", "calibration_seeds"):
+            low = 1 if key == "budgets" else 0
+            for v in block.get(key, []):
+                if not isinstance(v, int) or isinstance(v, bool) or v < low:
+                    raise _fail(path, f"{where} {key}", f"{v!r} is not allowed; allowed: integers >= {low}")
+        variant = block.get("variant", "default")
+        if not variant.replace("_", "").isalnum() or (variant == "default" and (block.get("search_params")
+                                                                                or block.get("objective_params"))):
+            raise _fail(path, f"{where} variant", f"{variant!r}: a block that changes parameters needs a name of "
+                        "letters, digits and _ (it goes into the cell id), not 'default'")
+        for s in block.get("searchers", g.get("searchers", [])):
+            allowed = {f.name for f in fields(SEARCHERS[s])} - {"progress"}
+            _check_params(path, "cells", f"#{n} search_params (searcher {s})", block.get("search_params", {}),
+                          allowed)
+        for o in block.get("objectives", g.get("objectives", [])):
+            allowed = {f.name for f in fields(OBJECTIVES[o]) if not f.name.startswith("_")}
+            _check_params(path, "cells", f"#{n} objective_params (objective {o})",
+                          block.get("objective_params", {}), allowed)
+        blocks.append(dict(block))
+    return tuple(blocks)
 
 
 def load_grids(directory: str | Path) -> list[Grid]:

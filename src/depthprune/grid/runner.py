@@ -61,10 +61,16 @@ def check_runnable(grid: Grid, cell: Cell, device: str | None = None) -> str:
 
 
 def objective_params(grid: Grid, cell: Cell) -> dict[str, Any]:
-    params = dict(grid.objective_params.get(cell.objective, {}))
+    """The case file's [objective.*], the cell's variant over it, its calibration seed over both."""
+    params = {**grid.objective_params.get(cell.objective, {}), **dict(cell.objective_params)}
     if cell.calibration_seed is not None:
         params["seed"] = cell.calibration_seed
     return params
+
+
+def search_params(grid: Grid, cell: Cell) -> dict[str, Any]:
+    """The case file's [searcher.*] with the cell's variant over it."""
+    return {**grid.searcher_params.get(cell.search, {}), **dict(cell.search_params)}
 
 
 def expected_settings(grid: Grid, cell: Cell, device: str, weights_dir: str) -> dict[str, Any]:
@@ -73,7 +79,7 @@ def expected_settings(grid: Grid, cell: Cell, device: str, weights_dir: str) -> 
     spec = MODELS[cell.model]
     profile = get_profile(spec.profile)
     objective = make_objective(cell.objective, profile, **objective_params(grid, cell))
-    search_params = get_searcher(cell.search, **grid.searcher_params.get(cell.search, {})).params()
+    resolved = get_searcher(cell.search, **search_params(grid, cell)).params()
     obj = objective.params()
     ident = Identity(
         grid=grid.name, model=cell.model, weights=weights_fingerprint(weights_dir, weights_file_in(spec, weights_dir)),
@@ -81,7 +87,7 @@ def expected_settings(grid: Grid, cell: Cell, device: str, weights_dir: str) -> 
         calibration_seed=obj.get("seed", 0), search=cell.search, variant=cell.variant, budget=cell.budget,
         search_seed=cell.seed, stand_in=is_stand_in(weights_dir),
     )
-    return settings(ident, obj, search_params, grid.eval_config(profile), grid.batch_size, device,
+    return settings(ident, obj, resolved, grid.eval_config(profile), grid.batch_size, device,
                     str(resolve_dtype(grid.dtype, device)))
 
 
@@ -129,11 +135,13 @@ class GridRunner:
         calib = session.calibrate(cell.objective, **objective_params(grid, cell))
         eval_config = grid.eval_config(session.profile)
         dense = self.dense(grid, session, calib, eval_config)
-        outcome = calib.search(cell.search, cell.budget, seed=cell.seed,
-                               params=grid.searcher_params.get(cell.search, {}))
+        outcome = calib.search(cell.search, cell.budget, seed=cell.seed, params=search_params(grid, cell))
         evaluation = session.evaluate(outcome.removed, eval_config, cache_dir=self.eval_cache(grid))
         ident = identity(session, calib, cell.search, cell.budget, cell.seed, cell.variant, grid.name)
-        return make_result(session, calib, outcome, ident, evaluation, eval_config, dense, cell.id)
+        result = make_result(session, calib, outcome, ident, evaluation, eval_config, dense, cell.id)
+        result["grid_kind"] = grid.kind  # "controls": reported apart from the main tables and verdicts
+        result["compare_with"] = grid.compare_with
+        return result
 
     def dense(self, grid: Grid, session: Session, calib: Calibration, eval_config) -> Any:
         """The dense model's evaluation (once per model) and its calibration losses, on disk."""

@@ -3,6 +3,11 @@
 Paper setting: C4 (en) train, 128 windows of 2048 tokens, seed 0, each a random window
 of a random document longer than the window (GPTQ/SLEB). Token-weighted: every
 predicted token counts the same. The tiny profile reads the shipped C4-like fixture.
+
+``packing="joined"`` (ours, for the data-vs-loss control): the records are joined into one
+stream and cut into consecutive windows, so perplexity can be computed on data whose records
+are shorter than a window — the margin's Commonsense-170k records, read as instruction +
+output text (:func:`depthprune.data.instruction_texts`).
 """
 
 from __future__ import annotations
@@ -12,11 +17,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from depthprune.data import calibration_windows, load_texts
+from depthprune.data import calibration_windows, instruction_texts, joined_windows, load_texts
 from depthprune.objectives.base import Batch, Objective, OutputHead, register
 
 if TYPE_CHECKING:  # pragma: no cover
     from depthprune.profiles import Profile
+
+
+PACKINGS = ("documents", "joined")
 
 
 @register
@@ -27,16 +35,26 @@ class PerplexityObjective(Objective):
     n_samples: int = 128
     seq_len: int = 2048
     seed: int = 0
+    packing: str = "documents"  # "documents": a random window of a random long document (GPTQ); "joined"
     _protocol: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        if self.packing not in PACKINGS:
+            raise ValueError(f"ppl: packing must be one of {PACKINGS}, got {self.packing!r}")
+
     def params(self) -> dict[str, Any]:
-        return {"dataset": self.dataset, "n_samples": self.n_samples, "seq_len": self.seq_len, "seed": self.seed}
+        return {"dataset": self.dataset, "n_samples": self.n_samples, "seq_len": self.seq_len, "seed": self.seed,
+                "packing": self.packing}
 
     def prepare(self, tokenizer, profile: Profile, batch_size: int) -> list[Batch]:
         source = profile.source(self.dataset)
-        windows, protocol = calibration_windows(
-            load_texts(source), tokenizer, self.n_samples, self.seq_len, self.seed
-        )
+        if self.packing == "joined":
+            texts = instruction_texts(source) if self.dataset == "commonsense170k" else load_texts(source)
+            windows, protocol = joined_windows(texts, tokenizer, self.n_samples, self.seq_len, self.seed)
+        else:
+            windows, protocol = calibration_windows(
+                load_texts(source), tokenizer, self.n_samples, self.seq_len, self.seed
+            )
         self._protocol = {"source": source.describe(), **protocol.__dict__}
         return [Batch(windows[i : i + batch_size]) for i in range(0, len(windows), batch_size)]
 

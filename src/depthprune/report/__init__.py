@@ -17,11 +17,12 @@ from typing import Any
 
 from tabulate import tabulate
 
-from depthprune.evaluate import ZERO_SHOT_TASKS, headline
 from depthprune.grid.results import iter_dense, iter_results
 from depthprune.report import analysis as A
 from depthprune.report.claims import render_claims
+from depthprune.report.controls import is_control, render_controls
 
+PPL_SHORT = {"wikitext2": "wiki2"}
 TASK_SHORT = {"hellaswag": "HS", "winogrande": "WG", "arc_easy": "ARC-e", "arc_challenge": "ARC-c",
               "piqa": "PIQA", "boolq": "BoolQ"}
 
@@ -42,29 +43,69 @@ def _layers(removed: Sequence[int]) -> str:
     return ",".join(map(str, sorted(removed)))
 
 
+def _profile(rows: Sequence[dict[str, Any]]):
+    from depthprune.profiles import get_profile
+
+    return get_profile(rows[0].get("profile") or "paper")
+
+
+def _task_label(task: str, metric: str) -> str:
+    return f"{TASK_SHORT.get(task, task)} ({'n' if metric == 'acc_norm' else 'a'})"
+
+
 def condition_table(rows: list[dict[str, Any]], dense: dict[str, Any] | None) -> str:
-    headers = ["searcher", "removed", "calib loss", "Δ dense", "wiki2 ppl", "c4 ppl", "lambada ppl", "lambada acc",
-               *[f"{TASK_SHORT[t]} ({'n' if headline(t) == 'acc_norm' else 'a'})" for t in ZERO_SHOT_TASKS],
-               "avg acc", "evals", "layer-fwd", "search s"]
+    """One condition's solutions (and the dense model): the profile's own tasks as columns."""
+    prof = _profile(rows)
+    tasks = [(t, prof.headline_metric(t)) for t in prof.tasks]
+    ppl = [n for n in ("wikitext2", "c4") if any(f"{n}_ppl" in r["metrics"] for r in rows)] or ["wikitext2", "c4"]
+    headers = ["searcher", "removed", "calib loss", "Δ dense", *[f"{PPL_SHORT.get(n, n)} ppl" for n in ppl],
+               "lambada ppl", "lambada acc", *[_task_label(t, m) for t, m in tasks], "avg acc", "evals",
+               "layer-fwd", "search s"]
     body = []
     if dense is not None and dense.get("metrics"):
         m = dense["metrics"]
         obj = dense.get("objectives", {}).get(rows[0]["objective"], {})
-        body.append(["dense", "–", _f(obj.get("dense_calibration_loss"), 4), "–", _f(m.get("wikitext2_ppl"), 2),
-                     _f(m.get("c4_ppl"), 2), _f(m.get("lambada_ppl"), 2), _pct(m.get("lambada_acc")),
-                     *[_pct(m.get(f"{t}_{headline(t)}")) for t in ZERO_SHOT_TASKS], _pct(m.get("avg_acc")),
-                     "–", "–", "–"])
+        body.append(["dense", "–", _f(obj.get("dense_calibration_loss"), 4), "–",
+                     *[_f(m.get(f"{n}_ppl"), 2) for n in ppl], _f(m.get("lambada_ppl"), 2),
+                     _pct(m.get("lambada_acc")), *[_pct(m.get(f"{t}_{h}")) for t, h in tasks],
+                     _pct(m.get("avg_acc")), "–", "–", "–"])
     for r in rows:
         m = r["metrics"]
         body.append([
             r["search"], _layers(r["removed"]), _f(r["calibration_loss"], 4),
             _f(r["calibration_loss"] - r["dense_calibration_loss"], 4),
-            _f(m.get("wikitext2_ppl"), 2), _f(m.get("c4_ppl"), 2), _f(m.get("lambada_ppl"), 2),
-            _pct(m.get("lambada_acc")), *[_pct(m.get(f"{t}_{headline(t)}")) for t in ZERO_SHOT_TASKS],
+            *[_f(m.get(f"{n}_ppl"), 2) for n in ppl], _f(m.get("lambada_ppl"), 2),
+            _pct(m.get("lambada_acc")), *[_pct(m.get(f"{t}_{h}")) for t, h in tasks],
             _pct(m.get("avg_acc")), r["cost"]["evaluations"], r["cost"]["layer_forwards"],
             _f(r["cost"]["search_seconds"], 1),
         ])
     return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def _metrics_note(results: list[dict[str, Any]]) -> list[str]:
+    """What each profile's columns mean (the real profile's "c4" is its own held-out text)."""
+    from depthprune.profiles import get_profile
+
+    lines = []
+    for name in sorted({r.get("profile") or "paper" for r in results}):
+        prof = get_profile(name)
+        heads = ", ".join(f"{t} {prof.headline_metric(t)}" for t in prof.tasks)
+        lines.append(f"- profile `{name}` ({prof.description}): avg acc = mean of {heads}; c4 ppl on "
+                     f"{_source(prof.source('c4_validation').describe())}; wiki2 ppl on "
+                     f"{_source(prof.source('wikitext2').describe())}")
+    return lines
+
+
+def _source(d: dict[str, Any]) -> str:
+    """A text source in a few words: dataset (config), split, file names (no machine paths)."""
+    files = [Path(f).name if d.get("path") == "json" else f for f in (d.get("data_files") or {}).values()]
+    where = "/".join(Path(f).parent.name for f in (d.get("data_files") or {}).values()) if d.get("path") == "json" else ""
+    name = f"local `{where}/{files[0]}`" if where and files else f"`{d.get('path')}`"
+    if d.get("name"):
+        name += f" ({d['name']})"
+    if files and d.get("path") != "json":
+        name += f" `{files[0]}`"
+    return f"{name}, split {d.get('split')}"
 
 
 def _env_summary(results: list[dict[str, Any]]) -> list[str]:
@@ -135,16 +176,56 @@ def _overlap_section(conds) -> list[str]:
 
 
 def _model_card(model: str) -> dict[str, Any]:
-    """The shipped model card of a registry model (tiny family), or {} (paper models have none here)."""
+    """The shipped model card of a registry model (tiny family, real models), or {} (paper models)."""
     import json
 
-    from depthprune.models import MODELS
+    from depthprune.models import MODELS, REAL_ASSETS
 
     spec = MODELS.get(model)
-    card = Path(spec.source) / "card.json" if spec is not None else None
-    if card is None or not card.is_file():
+    if spec is None:
         return {}
-    return json.loads(card.read_text())
+    for card in (Path(spec.source) / "card.json", REAL_ASSETS / "models" / model / "card.json"):
+        if card.is_file():
+            return json.loads(card.read_text())
+    return {}
+
+
+def _real_section(results: list[dict[str, Any]], dense: dict[tuple[str, str], dict[str, Any]],
+                  figures: list[Path], out: Path) -> list[str]:
+    """Grids on a real pretrained model (profile ``real``): what the model is, how the dense model
+    does against chance, its single-layer removal profile — one small real model, not the paper's."""
+    lines: list[str] = []
+    for grid, model in sorted({(r["grid"], r["model"]) for r in results if r.get("profile") == "real"}):
+        card = _model_card(model)
+        rows = [r for r in results if r["grid"] == grid and r["model"] == model]
+        lines += [f"### {model} ({grid} grid)", "",
+                  f"**One small real model, not the paper's.** {card.get('what', model)}; "
+                  f"{card.get('parameters', '?'):,} parameters, {card.get('layers', rows[0]['n_layers'])} blocks "
+                  f"(the paper's models: 8B, 32–36 blocks). Its phenomena are this model's; they neither confirm "
+                  "nor refute the paper's numbers, only whether its claims can be seen in a real pretrained "
+                  f"network on this grid's small calibration sets. {len(rows)} cells.", ""]
+        lines += [f"- {text}" for text in card.get("implications", [])]
+        measured = card.get("measured", {}).get("tasks", {}).get("tasks", {})
+        d = dense.get((grid, model), {}).get("metrics", {})
+        table = []
+        for lm_name, m in sorted(measured.items()):
+            short = lm_name.removeprefix("real_")
+            for metric in ("acc", "acc_norm"):
+                if metric in m:
+                    table.append([short, metric, _f(m[metric], 3), m.get("n", "?"), _f(d.get(f"{short}_{metric}"), 3),
+                                  m.get("chance", "?")])
+        if table:
+            lines += ["", "Dense model against chance (full task sets from the model card; the grid evaluates a "
+                      "slice, its dense figures beside them):", "",
+                      tabulate(table, headers=["task", "metric", "dense (card)", "items", "dense (grid slice)",
+                                               "chance"], tablefmt="github", disable_numparse=True)]
+        for path in figures:
+            if path.name == f"single-layer-{grid}-{model}.png":
+                rel = path.relative_to(out.parent) if path.is_relative_to(out.parent) else path
+                lines += ["", "Single-block removal profile (Δ calibration loss when one block alone is removed; "
+                          "the prior every searcher shares):", "", f"![{path.stem}]({rel})"]
+        lines.append("")
+    return lines
 
 
 def _protocol_section(results: list[dict[str, Any]]) -> list[str]:
@@ -170,14 +251,18 @@ def _protocol_section(results: list[dict[str, Any]]) -> list[str]:
         if any(r["objective_params"].get("answer") == "cloze" for r in margin):
             figures = []
             for model in sorted({r["model"] for r in margin}):
-                dense = _model_card(model).get("evaluation", {}).get("dense", {})
+                card = _model_card(model)
+                dense = card.get("evaluation", {}).get("dense", {})
+                real = card.get("measured", {}).get("margin", {})
+                if "label" in real and "cloze" in real:
+                    dense = {"margin_label": real["label"], "margin_cloze": real["cloze"]}
                 if "margin_label" in dense and "margin_cloze" in dense:
                     figures.append(f"{model} label {dense['margin_label']['mean_margin']:+.3f} "
                                    f"(acc {dense['margin_label']['accuracy']:.3f}) vs cloze "
                                    f"{dense['margin_cloze']['mean_margin']:+.3f} "
                                    f"(acc {dense['margin_cloze']['accuracy']:.3f})")
             lines += ["", "- The margin is scored in **cloze** form (options not shown), not the paper's label form: "
-                      "the dense tiny models are at chance with listed options. Dense mean margin (model cards, "
+                      "the dense models here are at chance with listed options. Dense mean margin (model cards, "
                       "128 items): " + ("; ".join(figures) if figures else "not in the model cards") + "."]
         if margin:
             better = [r for r in margin if r["calibration_loss"] < r["dense_calibration_loss"]]
@@ -203,7 +288,8 @@ def _noise_section(conds) -> list[str]:
             if sorted(r["removed"]) == sorted(base["removed"]):
                 rows.append([grid, model, objective, budget, r["search"], "same set", "–", "–"])
                 continue
-            d = A.paired_difference(r["item_outcomes"], base["item_outcomes"], ZERO_SHOT_TASKS, headline)
+            prof = _profile([r])
+            d = A.paired_difference(r["item_outcomes"], base["item_outcomes"], prof.tasks, prof.headline_metric)
             if d is None:
                 continue
             judged += 1
@@ -245,7 +331,8 @@ def _variance_section(conds) -> list[str]:
 def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.md",
                  figures_dir: str | Path | None = None, command: str = "depthprune report") -> Path:
     dirs = [Path(d) for d in results_dirs]
-    results = list(iter_results(dirs))
+    every = list(iter_results(dirs))
+    results = [r for r in every if not is_control(r)]  # controls are reported in their own sections
     dense = {(d["grid"], d["model"]): d for d in iter_dense(dirs)}
     out = Path(out)
     figures = Path(figures_dir) if figures_dir is not None else out.parent / "figures"
@@ -261,8 +348,9 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
         command,
         "```",
         "",
-        f"{len(results)} cell results from {', '.join(f'`{d}`' for d in dirs)}; grids: "
-        f"{', '.join(grids) or 'none'}.",
+        f"{len(every)} cell results from {', '.join(f'`{d}`' for d in dirs)}; grids: "
+        f"{', '.join(grids) or 'none'}" + (f"; controls: {', '.join(sorted({r['grid'] for r in every if is_control(r)}))}"
+                                          if len(every) > len(results) else "") + ".",
         "",
     ]
     lines += ["## The paper's claims (its own text, v2), per grid", "", *render_claims(results), ""]
@@ -271,7 +359,7 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
             "## Paper grid (llama3-8b, llama3.1-8b, qwen3-8b)",
             "",
             "**Not run here**: this machine has no GPU and no access to the weights. The verdicts above are "
-            "measured on the tiny grid only. To run the paper grid on a GPU runner with the weights in the "
+            f"measured on the {' and '.join(grids) or 'no'} grid{'s' if len(grids) > 1 else ''} only. To run the paper grid on a GPU runner with the weights in the "
             "Hugging Face cache (or `DEPTHPRUNE_MODELS_DIR`) and the datasets reachable:",
             "",
             "```bash",
@@ -284,22 +372,31 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
             "`depthprune report --results shard-*/`.",
             "",
         ]
+    figure_paths = figures_for(conds, figures, grids, dense)
+    real = _real_section(results, dense, figure_paths, out)
+    if real:
+        lines += ["## A real pretrained model on CPU", "", *real]
     lines += ["## Where a grid departs from the paper's protocol", "", *_protocol_section(results), ""]
     lines += ["## Results per model, objective and budget", "",
-              "Accuracies in %, headline metric per task (n = acc_norm, a = acc); avg acc = mean of the six. "
-              "Costs are counted as if the searcher ran alone (result schema 2): evaluations of distinct sets "
-              "and layer-forwards (one block over the whole calibration set = 1), the dense pass and the "
-              "single-layer prior included for every searcher that uses the prior.", ""]
+              "Accuracies in %, headline metric per task (n = acc_norm, a = acc); avg acc = mean of the "
+              "profile's headline tasks (below). Costs are counted as if the searcher ran alone (result schema "
+              "2): evaluations of distinct sets and layer-forwards (one block over the whole calibration set = "
+              "1), the dense pass and the single-layer prior included for every searcher that uses the prior; "
+              "search seconds likewise (sets another search of the condition had scored are charged their "
+              "measured time).", "", *_metrics_note(results), ""]
     for (grid, model, objective, budget), rows in conds.items():
         n_layers = rows[0]["n_layers"]
         lines += [f"### {model} · {objective} · M={budget} ({grid} grid, {n_layers} layers)", "",
                   condition_table(rows, dense.get((grid, model))), ""]
+    controls = render_controls(every)
+    if controls:
+        lines += ["## Controls: what the paper could not vary", "", *controls]
     lines += ["## Calibration loss vs accuracy (Spearman)", "", *_spearman_section(conds), ""]
     lines += ["## Overlap of removed sets", "", *_overlap_section(conds), ""]
     lines += ["## Objective vs searcher: shares of variance", "", *_variance_section(conds), ""]
     lines += ["## Accuracy differences against evaluation noise", "", *_noise_section(conds), ""]
     lines += ["## Figures", ""]
-    for path in figures_for(conds, figures, grids):
+    for path in figure_paths:
         lines.append(f"![{path.stem}]({path.relative_to(out.parent) if path.is_relative_to(out.parent) else path})")
     lines += ["", "## Environment", "", "Cells by the environment that produced them:", "",
               *_env_summary(results), ""]
@@ -307,10 +404,11 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     return out
 
 
-def figures_for(conds, figures: Path, grids: list[str]) -> list[Path]:
-    from depthprune.report.figures import cost_quality, removal_heatmaps
+def figures_for(conds, figures: Path, grids: list[str], dense: dict | None = None) -> list[Path]:
+    from depthprune.report.figures import cost_quality, removal_heatmaps, single_layer_profiles
 
     paths = removal_heatmaps(conds, figures)
+    paths += single_layer_profiles({k: v for k, v in (dense or {}).items() if k[0] in grids}, figures)
     for grid in grids:
         p = cost_quality(conds, figures, grid)
         if p is not None:

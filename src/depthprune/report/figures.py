@@ -107,3 +107,29 @@ def cost_quality(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path, gr
     fig.savefig(path, dpi=110, metadata=_PNG_META)
     plt.close(fig)
     return path
+
+
+def single_layer_profiles(dense: dict[tuple[str, str], dict[str, Any]], out_dir: Path) -> list[Path]:
+    """Δ calibration loss when block i alone is removed (the shared prior minus the dense loss),
+    one PNG per (grid, model), one panel per objective — the single-layer removal profile."""
+    written = []
+    for (grid, model), d in sorted(dense.items()):
+        objectives = {name: o for name, o in sorted(d.get("objectives", {}).items()) if o.get("prior")}
+        if not objectives:
+            continue
+        fig, axes = plt.subplots(len(objectives), 1, figsize=(7.0, 2.2 * len(objectives)), squeeze=False)
+        for ax, (name, o) in zip(axes[:, 0], objectives.items()):
+            delta = [(p - o["dense_calibration_loss"]) if p is not None else np.nan for p in o["prior"]]
+            ax.bar(range(len(delta)), delta, color=["tab:red" if v < 0 else "tab:blue" for v in delta])
+            ax.axhline(0.0, color="black", linewidth=0.6)
+            ax.set_xticks(range(0, len(delta), max(1, len(delta) // 15)))
+            ax.set_ylabel(f"Δ {name} loss", fontsize=8)
+            ax.set_title(f"{name} (dense loss {o['dense_calibration_loss']:.3f})", fontsize=9)
+        axes[-1, 0].set_xlabel("block removed alone")
+        fig.suptitle(f"{model}: single-block removal profile ({grid} grid's calibration)", fontsize=10)
+        fig.tight_layout()
+        path = out_dir / f"single-layer-{grid}-{model}.png"
+        fig.savefig(path, dpi=110, metadata=_PNG_META)
+        plt.close(fig)
+        written.append(path)
+    return written

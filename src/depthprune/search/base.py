@@ -110,6 +110,9 @@ class SearchContext:
         # Optional model-side quadratic energy ``score.energy() -> (h, J)`` (duck-typed like
         # ``score.many``); None for a plain callable. Used by ``cbo``.
         self.energy: Callable[[], tuple[Any, Any]] | None = getattr(score, "energy", None)
+        # Optional structural ranking ``score.block_influence(metric) -> [L floats]`` from the
+        # dense model's hidden states (duck-typed the same way). Used by ``bi``.
+        self.block_influence: Callable[[str], Sequence[float]] | None = getattr(score, "block_influence", None)
         self._memo: dict[frozenset[int], float] = {}
         self.trace: list[tuple[frozenset[int], float]] = []
         self._best: tuple[tuple[float, tuple[int, ...]], frozenset[int]] | None = None
@@ -268,6 +271,7 @@ class Searcher(ABC):
 
     name: ClassVar[str] = ""
     order: ClassVar[int] = 100  # position in report tables (cheap to dear); ties by name
+    stochastic: ClassVar[bool] = False  # does the seed change the search? (seed controls vary it)
     max_evaluations: int | None = None
     progress: bool | str = False
 

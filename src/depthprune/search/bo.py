@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from depthprune.search.base import EvaluationBudgetExhausted, SearchContext, Searcher, rank_key, register, set_key
-from depthprune.search.ga import prior_weights, usable_prior, weighted_sample
+from depthprune.search.ga import PRIORS, prior_weights, usable_prior, weighted_sample
 
 
 @contextlib.contextmanager
@@ -80,10 +80,13 @@ class BayesOptSearcher(Searcher):
             (ours: each fit is warm-started from the previous one's hyper-parameters;
             measured, unbounded fits take 150-500 function evaluations on noise-free
             losses, ~0.3-1 s each on a busy CPU).
+        prior: "single" (the single-removal losses f({i}), shared) or "uniform" (the
+            prior-ablation control: every layer equally likely, f({i}) not asked for).
     """
 
     name: ClassVar[str] = "bo"
     order: ClassVar[int] = 4  # position in report tables
+    stochastic: ClassVar[bool] = True
     max_evaluations: int | None = 100
     initial_design: int = 10
     prior_strength: float = 10.0
@@ -94,8 +97,11 @@ class BayesOptSearcher(Searcher):
     log_prior_floor: float = 30.0
     max_iterations: int = 500
     fit_maxiter: int | None = 100
+    prior: str = "single"
 
     def __post_init__(self) -> None:
+        if self.prior not in PRIORS:
+            raise ValueError(f"bo: prior must be one of {PRIORS}, got {self.prior!r}")
         for field_name, low in (
             ("initial_design", 1),
             ("n_best", 1),
@@ -149,7 +155,7 @@ class BayesOptSearcher(Searcher):
 
         m, cands, rng, n = ctx.budget, ctx.candidates, ctx.rng, ctx.n_layers
         space = math.comb(len(cands), m)
-        prior = usable_prior(ctx, reserve=min(self.initial_design, space))
+        prior = usable_prior(ctx, reserve=min(self.initial_design, space), kind=self.prior)
         weights = prior_weights(prior, cands, self.temperature)
         log_w = [0.0] * n
         for i, w in zip(cands, weights):

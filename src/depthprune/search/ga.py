@@ -82,8 +82,18 @@ def weighted_sample(rng: random.Random, items: Sequence[int], weights: Sequence[
     return sorted(out)
 
 
-def usable_prior(ctx: SearchContext, reserve: int) -> list[float]:
-    """The shared prior if it is given or affordable while keeping ``reserve`` evaluations."""
+PRIORS = ("single", "uniform")
+
+
+def usable_prior(ctx: SearchContext, reserve: int, kind: str = "single") -> list[float]:
+    """The shared prior if it is given or affordable while keeping ``reserve`` evaluations.
+
+    ``kind="uniform"`` is the prior-ablation control: every removable layer equally likely,
+    the single-removal losses neither asked for nor charged.
+    """
+    if kind == "uniform":
+        ctx.info["prior"] = "uniform (ablation: prior='uniform')"
+        return [math.inf if i in ctx.protected else 0.0 for i in range(ctx.n_layers)]
     cost = ctx.prior_cost()
     if ctx.remaining is None or cost == 0 or ctx.remaining >= cost + reserve:
         ctx.info["prior"] = "shared" if cost == 0 else "scored"
@@ -109,10 +119,13 @@ class GeneticSearcher(Searcher):
             set; 10 (ours).
         max_generations: hard cap on generations (guards max_evaluations=None); 1000.
         patience: stop after this many generations that produced no new set; 5 (ours).
+        prior: "single" (the single-removal losses f({i}), shared) or "uniform" (the
+            prior-ablation control: every layer equally likely, f({i}) not asked for).
     """
 
     name: ClassVar[str] = "ga"
     order: ClassVar[int] = 3  # position in report tables
+    stochastic: ClassVar[bool] = True
     max_evaluations: int | None = 400
     population: int = 16
     tournament: int = 3
@@ -122,8 +135,11 @@ class GeneticSearcher(Searcher):
     max_retries: int = 10
     max_generations: int = 1000
     patience: int = 5
+    prior: str = "single"
 
     def __post_init__(self) -> None:
+        if self.prior not in PRIORS:
+            raise ValueError(f"ga: prior must be one of {PRIORS}, got {self.prior!r}")
         for field_name, low in (
             ("population", 2),
             ("tournament", 1),
@@ -155,7 +171,7 @@ class GeneticSearcher(Searcher):
             return frozenset()
         rng = ctx.rng
         space = math.comb(len(cands), m)
-        prior = usable_prior(ctx, reserve=self.population)
+        prior = usable_prior(ctx, reserve=self.population, kind=self.prior)
         weights = prior_weights(prior, cands, self.temperature)
         wmap = dict(zip(cands, weights))
 
