@@ -1,4 +1,4 @@
-"""``depthprune`` command line: prune, cell, evaluate, report.
+"""``depthprune`` command line: prune, cell, evaluate, report, plan, submit.
 
 Exit status: 0 on success; 2 for a usage error (bad input: one line naming the flag and
 what is allowed, before anything is loaded or written); 1 for a failure during the run
@@ -323,6 +323,95 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_grid(cases: str, name: str):
+    """The named grid of ``cases`` or a UsageError naming the flag and what is allowed."""
+    from depthprune.grid.cases import CaseFileError, load_grids
+
+    if not Path(cases).is_dir():
+        raise UsageError(f"--cases {cases}: not a directory of case files")
+    try:
+        grids = {g.name: g for g in load_grids(cases)}
+    except CaseFileError as err:
+        raise UsageError(str(err)) from None
+    if name not in grids:
+        raise UsageError(f"--grid {name}: no such grid in {cases}; allowed: {', '.join(grids)}")
+    return grids[name]
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value}")
+    return value
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from depthprune.env import write_json_atomic
+    from depthprune.plan import GPUS, Assumptions, format_plan, plan_grid
+
+    if args.grid is None and not args.check:
+        raise UsageError("--grid is required (or --check DIR to re-count measured results)")
+    if args.gpu not in GPUS:
+        raise UsageError(f"--gpu {args.gpu!r} is unknown; allowed: {', '.join(GPUS)}")
+    for d in [*(args.measured or []), *(args.check or [])]:
+        if not Path(d).is_dir():
+            raise UsageError(f"--measured/--check {d}: not a directory of results")
+    check_destination(args.json, "--json")
+    status = 0
+    if args.check:
+        status = _check_plan(args.check)
+    if args.grid is None:
+        return status
+    grid = _load_grid(args.cases, args.grid)
+    dtype_bytes = 4 if grid.dtype == "float32" else 2
+    assumptions = Assumptions(gpu=args.gpu, gpus=args.gpus, mfu=args.mfu, landscapes=args.landscapes,
+                              margin_tokens_per_item=args.margin_tokens, dtype_bytes=dtype_bytes,
+                              measured=tuple(args.measured or ()))
+    plan = plan_grid(grid, assumptions)
+    print(format_plan(plan))
+    if args.json:
+        write_json_atomic(args.json, plan.to_dict())
+        print(f"wrote {args.json}")
+    return status
+
+
+def _check_plan(dirs: list[str]) -> int:
+    """Re-count each result of ``dirs`` from its recorded losses; 1 if any reproducible count differs."""
+    from tabulate import tabulate
+
+    from depthprune.grid.results import iter_results
+    from depthprune.plan import NotRecorded, check_result
+
+    rows, bad = [], 0
+    results = [r for stand_in in (False, True) for r in iter_results(dirs, stand_in=stand_in)]
+    for r in results:
+        search = r["identity"]["search"]
+        if search in ("bo", "cbo"):
+            why = "a GP fit per step (bounds only)" if search == "bo" else "energy from gate gradients, not recorded"
+            rows.append([r["cell"], search, r["cost"]["evaluations"], r["cost"]["layer_forwards"], "-", "-",
+                         f"not re-counted: {why}"])
+            continue
+        try:
+            sim, run = check_result(r)
+        except NotRecorded as err:
+            bad += 1
+            rows.append([r["cell"], search, r["cost"]["evaluations"], r["cost"]["layer_forwards"], "-", "-",
+                         f"MISMATCH: the re-run left the recorded path ({err.args[0]})"])
+            continue
+        same = (sim.evaluations, sim.layer_forwards, sim.layer_backwards) == (
+            run["evaluations"], run["layer_forwards"], run["layer_backwards"])
+        bad += not same
+        rows.append([r["cell"], search, run["evaluations"], run["layer_forwards"], sim.evaluations,
+                     sim.layer_forwards, "equal" if same else "MISMATCH"])
+    print(tabulate(rows, headers=["cell", "search", "run evals", "run layer-fwd", "plan evals", "plan layer-fwd",
+                                  "check"], tablefmt="github", disable_numparse=True))
+    print(f"checked {len(results)} results: {bad} mismatch(es)")
+    return EXIT_FAILURE if bad else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from depthprune.objectives import OBJECTIVES
     from depthprune.search import SEARCHERS
@@ -384,6 +473,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="REPORT.md")
     p.add_argument("--figures", default=None, metavar="DIR", help="where the PNGs go (default: figures/ beside --out)")
     p.set_defaults(func=cmd_report)
+
+    from depthprune.plan import GPUS
+
+    p = sub.add_parser("plan", help="expected layer-forwards, FLOPs, GPU-hours and memory of a grid, before it runs")
+    p.add_argument("--grid", default=None, help="grid name (a case file's [grid] name, e.g. paper)")
+    p.add_argument("--cases", default="cases", help="directory of case files (default: ./cases)")
+    p.add_argument("--gpu", default="h100-80gb", help=f"GPU kind ({', '.join(GPUS)}; default h100-80gb)")
+    p.add_argument("--gpus", type=_positive(1), default=8, help="GPUs available, one worker each (default 8)")
+    p.add_argument("--mfu", type=_fraction, default=0.35, help="assumed model-FLOPs utilisation (default 0.35, ours)")
+    p.add_argument("--landscapes", type=_positive(1), default=4,
+                   help="synthetic loss landscapes each searcher is simulated on (default 4)")
+    p.add_argument("--margin-tokens", type=_positive(1), default=160,
+                   help="assumed padded tokens per margin item (default 160, a guess)")
+    p.add_argument("--measured", action="append", metavar="DIR",
+                   help="results (e.g. a rehearsal's): measured counts beside the plan, bo's prefix-cache ratio")
+    p.add_argument("--check", action="append", metavar="DIR",
+                   help="re-count every result in DIR from its recorded losses; exit 1 on a mismatch")
+    p.add_argument("--json", default=None, metavar="FILE", help="write the plan as JSON")
+    p.set_defaults(func=cmd_plan)
     return parser
 
 
