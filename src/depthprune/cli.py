@@ -412,6 +412,56 @@ def _check_plan(dirs: list[str]) -> int:
     return EXIT_FAILURE if bad else 0
 
 
+def cmd_submit(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from depthprune.grid.cluster import make_tasks, outcome_rows, submit
+
+    grid = _load_grid(args.cases, args.grid)
+    extra = list(args.pytest_args or [])
+    if extra[:1] == ["--"]:
+        extra = extra[1:]
+    check_destination(args.results, "--results", kind="dir")
+    check_destination(args.report, "--report")
+    if args.report and not args.wait:
+        raise UsageError("--report needs --wait (the report merges the tasks' results once they are done)")
+    try:
+        tasks = make_tasks(grid, args.repo, args.results, args.cases, per=args.per, models=tuple(args.model or ()),
+                           objectives=tuple(args.objective or ()), full_grid=not args.ci_slice, keyword=args.k,
+                           extra=tuple(extra))
+    except ValueError as err:
+        raise UsageError(f"--model/--objective/--repo: {err}") from None
+    parameters: dict[str, Any] = {"timeout_min": args.timeout_min, "gpus_per_node": args.gpus_per_task,
+                                  "cpus_per_task": args.cpus_per_task}
+    if args.mem_gb is not None:
+        parameters["mem_gb"] = args.mem_gb
+    if args.partition:
+        parameters["slurm_partition"] = args.partition
+    if args.array_parallelism:
+        parameters["slurm_array_parallelism"] = args.array_parallelism
+    folder = args.folder or str(Path(args.results) / ".submitit")
+    jobs = submit(tasks, args.executor, folder, parameters)
+    for task, job in zip(tasks, jobs):
+        print(f"submitted  {task.name} as job {job.job_id} ({args.executor})")
+    print(f"logs       {folder}")
+    if not args.wait:
+        print(f"then       depthprune report --results {args.results} --out REPORT.md")
+        return 0
+    outcomes = [job.result() for job in jobs]
+    print(tabulate(outcome_rows(outcomes), headers=["task", "host", "exit", "passed", "failed", "skipped", "s"],
+                   tablefmt="github", disable_numparse=True))
+    for o in outcomes:
+        if not o.ok:
+            print(f"--- {o.task} (exit {o.returncode}) ---\n{o.output_tail}", file=sys.stderr)
+    if args.report:
+        from depthprune.report import write_report
+
+        out = write_report([args.results], args.report, None,
+                           command=f"depthprune report --results {args.results} --out {args.report}")
+        print(f"wrote      {out}")
+    return 0 if all(o.ok for o in outcomes) else EXIT_FAILURE
+
+
 def build_parser() -> argparse.ArgumentParser:
     from depthprune.objectives import OBJECTIVES
     from depthprune.search import SEARCHERS
@@ -492,6 +542,33 @@ def build_parser() -> argparse.ArgumentParser:
                    help="re-count every result in DIR from its recorded losses; exit 1 on a mismatch")
     p.add_argument("--json", default=None, metavar="FILE", help="write the plan as JSON")
     p.set_defaults(func=cmd_plan)
+
+    from depthprune.grid.cluster import EXECUTORS, SPLITS
+
+    p = sub.add_parser("submit", help="run a grid as a cluster job array (SLURM, via submitit), one task per model")
+    p.add_argument("--grid", required=True, help="grid name (a case file's [grid] name, e.g. paper)")
+    p.add_argument("--cases", default="cases", help="directory of case files (default: ./cases)")
+    p.add_argument("--results", default="results", help="results directory on a shared filesystem (default: ./results)")
+    p.add_argument("--repo", default=".", help="the checkout the tasks run bench/ from (default: .)")
+    p.add_argument("--executor", choices=EXECUTORS, default="slurm",
+                   help="slurm (a job array), local (subprocesses here, all at once) or debug (in this process)")
+    p.add_argument("--per", choices=SPLITS, default="model",
+                   help="one task per model (default: one load, one dense evaluation) or per model and objective")
+    p.add_argument("--model", action="append", metavar="ID", help="only this model (repeatable)")
+    p.add_argument("--objective", action="append", metavar="NAME", help="only this objective (repeatable)")
+    p.add_argument("-k", default=None, metavar="EXPR", help="pytest -k on top (e.g. 'oneshot and M7')")
+    p.add_argument("--ci-slice", action="store_true", help="only the grid's [ci] cells (default: every cell)")
+    p.add_argument("--partition", default=None, help="SLURM partition")
+    p.add_argument("--gpus-per-task", type=_positive(0), default=1, help="GPUs per task (default 1)")
+    p.add_argument("--cpus-per-task", type=_positive(1), default=8, help="CPUs per task (default 8)")
+    p.add_argument("--mem-gb", type=_positive(1), default=None, help="host memory per task in GB")
+    p.add_argument("--timeout-min", type=_positive(1), default=24 * 60, help="time limit per task (default 1440)")
+    p.add_argument("--array-parallelism", type=_positive(1), default=None, help="tasks running at once (SLURM)")
+    p.add_argument("--folder", default=None, help="submitit's folder: pickled tasks, logs (default: <results>/.submitit)")
+    p.add_argument("--wait", action="store_true", help="wait for the tasks and print their outcomes")
+    p.add_argument("--report", default=None, metavar="FILE", help="with --wait: write the merged report here")
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: more pytest arguments for every task")
+    p.set_defaults(func=cmd_submit)
     return parser
 
 
