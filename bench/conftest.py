@@ -2,14 +2,13 @@
 
     pytest bench -k "llama3 and margin"            select cells by id
     pytest bench --grid tiny --full-grid           the whole tiny grid (default: its CI slice)
-    pytest bench --shard 2/8                       this machine's share (a cluster job array)
+    pytest bench --grid paper --model qwen3-8b      one model's cells (a cluster task, a CI matrix job)
     pytest bench -n 4 --dist loadgroup             one worker per GPU, a model+objective's cells on one worker
     pytest bench --redo / --update-reference       recompute finished cells / rewrite references
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -29,8 +28,10 @@ def pytest_addoption(parser):
     group.addoption("--reference-dir", default=str(ROOT / "reference"), help="reference directory")
     group.addoption("--redo", action="store_true", help="recompute cells even if a finished result exists")
     group.addoption("--update-reference", action="store_true", help="(re)write measured references from this run")
-    group.addoption("--shard", default=None, metavar="K/N", help="run shard K of N (1-based); a model+objective "
-                    "group never straddles shards")
+    group.addoption("--model", action="append", default=None, metavar="ID",
+                    help="only this model's cells (repeatable; exact id, unlike -k: tiny-llama3 is not tiny-llama3.1)")
+    group.addoption("--objective", action="append", default=None, metavar="NAME",
+                    help="only this objective's cells (repeatable; exact name)")
     group.addoption("--device", default=None, help="device for cells (default: per grid; xdist worker i -> cuda:i)")
 
 
@@ -45,25 +46,29 @@ def _grids(config):
     return grids
 
 
-def _shard_of(group: str, n: int) -> int:
-    return int(hashlib.sha256(group.encode()).hexdigest(), 16) % n
+def _selection(config, grids, option: str, axis: str) -> set[str] | None:
+    """The exact names ``--model``/``--objective`` select, checked against the grids' axes."""
+    wanted = config.getoption(option)
+    if not wanted:
+        return None
+    allowed = sorted({name for g in grids for name in getattr(g, axis)})
+    unknown = [w for w in wanted if w not in allowed]
+    if unknown:
+        raise pytest.UsageError(f"{option} {unknown[0]}: not in the selected grids; allowed: {', '.join(allowed)}")
+    return set(wanted)
 
 
 def pytest_generate_tests(metafunc):
     if "grid_cell" not in metafunc.fixturenames:
         return
     config = metafunc.config
-    shard = config.getoption("--shard")
-    if shard:
-        try:
-            k, n = (int(x) for x in shard.split("/"))
-            assert 1 <= k <= n
-        except (ValueError, AssertionError):
-            raise pytest.UsageError(f"--shard {shard}: expected K/N with 1 <= K <= N") from None
+    grids = _grids(config)
+    models = _selection(config, grids, "--model", "models")
+    objectives = _selection(config, grids, "--objective", "objectives")
     params = []
-    for grid in _grids(config):
+    for grid in grids:
         for cell in grid.cells():
-            if shard and _shard_of(f"{grid.name}/{cell.group}", n) != k - 1:
+            if (models and cell.model not in models) or (objectives and cell.objective not in objectives):
                 continue
             marks = [getattr(pytest.mark, m) for m in grid.markers]
             # one group per model and objective (they share a calibration and a prior): 6 groups of

@@ -1,4 +1,4 @@
-"""``depthprune`` command line: prune, cell, evaluate, report.
+"""``depthprune`` command line: prune, cell, evaluate, report, plan, submit.
 
 Exit status: 0 on success; 2 for a usage error (bad input: one line naming the flag and
 what is allowed, before anything is loaded or written); 1 for a failure during the run
@@ -323,6 +323,145 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_grid(cases: str, name: str):
+    """The named grid of ``cases`` or a UsageError naming the flag and what is allowed."""
+    from depthprune.grid.cases import CaseFileError, load_grids
+
+    if not Path(cases).is_dir():
+        raise UsageError(f"--cases {cases}: not a directory of case files")
+    try:
+        grids = {g.name: g for g in load_grids(cases)}
+    except CaseFileError as err:
+        raise UsageError(str(err)) from None
+    if name not in grids:
+        raise UsageError(f"--grid {name}: no such grid in {cases}; allowed: {', '.join(grids)}")
+    return grids[name]
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value}")
+    return value
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from depthprune.env import write_json_atomic
+    from depthprune.plan import GPUS, Assumptions, format_plan, plan_grid
+
+    if args.grid is None and not args.check:
+        raise UsageError("--grid is required (or --check DIR to re-count measured results)")
+    if args.gpu not in GPUS:
+        raise UsageError(f"--gpu {args.gpu!r} is unknown; allowed: {', '.join(GPUS)}")
+    for d in [*(args.measured or []), *(args.check or [])]:
+        if not Path(d).is_dir():
+            raise UsageError(f"--measured/--check {d}: not a directory of results")
+    check_destination(args.json, "--json")
+    status = 0
+    if args.check:
+        status = _check_plan(args.check)
+    if args.grid is None:
+        return status
+    grid = _load_grid(args.cases, args.grid)
+    dtype_bytes = 4 if grid.dtype == "float32" else 2
+    assumptions = Assumptions(gpu=args.gpu, gpus=args.gpus, mfu=args.mfu, landscapes=args.landscapes,
+                              margin_tokens_per_item=args.margin_tokens, dtype_bytes=dtype_bytes,
+                              measured=tuple(args.measured or ()))
+    plan = plan_grid(grid, assumptions)
+    print(format_plan(plan))
+    if args.json:
+        write_json_atomic(args.json, plan.to_dict())
+        print(f"wrote {args.json}")
+    return status
+
+
+def _check_plan(dirs: list[str]) -> int:
+    """Re-count each result of ``dirs`` from its recorded losses; 1 if any reproducible count differs."""
+    from tabulate import tabulate
+
+    from depthprune.grid.results import iter_results
+    from depthprune.plan import NotRecorded, check_result
+
+    rows, bad = [], 0
+    results = [r for stand_in in (False, True) for r in iter_results(dirs, stand_in=stand_in)]
+    for r in results:
+        search = r["identity"]["search"]
+        if search in ("bo", "cbo"):
+            why = "a GP fit per step (bounds only)" if search == "bo" else "energy from gate gradients, not recorded"
+            rows.append([r["cell"], search, r["cost"]["evaluations"], r["cost"]["layer_forwards"], "-", "-",
+                         f"not re-counted: {why}"])
+            continue
+        try:
+            sim, run = check_result(r)
+        except NotRecorded as err:
+            bad += 1
+            rows.append([r["cell"], search, r["cost"]["evaluations"], r["cost"]["layer_forwards"], "-", "-",
+                         f"MISMATCH: the re-run left the recorded path ({err.args[0]})"])
+            continue
+        same = (sim.evaluations, sim.layer_forwards, sim.layer_backwards) == (
+            run["evaluations"], run["layer_forwards"], run["layer_backwards"])
+        bad += not same
+        rows.append([r["cell"], search, run["evaluations"], run["layer_forwards"], sim.evaluations,
+                     sim.layer_forwards, "equal" if same else "MISMATCH"])
+    print(tabulate(rows, headers=["cell", "search", "run evals", "run layer-fwd", "plan evals", "plan layer-fwd",
+                                  "check"], tablefmt="github", disable_numparse=True))
+    print(f"checked {len(results)} results: {bad} mismatch(es)")
+    return EXIT_FAILURE if bad else 0
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from depthprune.grid.cluster import make_tasks, outcome_rows, submit
+
+    grid = _load_grid(args.cases, args.grid)
+    extra = list(args.pytest_args or [])
+    if extra[:1] == ["--"]:
+        extra = extra[1:]
+    check_destination(args.results, "--results", kind="dir")
+    check_destination(args.report, "--report")
+    if args.report and not args.wait:
+        raise UsageError("--report needs --wait (the report merges the tasks' results once they are done)")
+    try:
+        tasks = make_tasks(grid, args.repo, args.results, args.cases, per=args.per, models=tuple(args.model or ()),
+                           objectives=tuple(args.objective or ()), full_grid=not args.ci_slice, keyword=args.k,
+                           extra=tuple(extra))
+    except ValueError as err:
+        raise UsageError(f"--model/--objective/--repo: {err}") from None
+    parameters: dict[str, Any] = {"timeout_min": args.timeout_min, "gpus_per_node": args.gpus_per_task,
+                                  "cpus_per_task": args.cpus_per_task}
+    if args.mem_gb is not None:
+        parameters["mem_gb"] = args.mem_gb
+    if args.partition:
+        parameters["slurm_partition"] = args.partition
+    if args.array_parallelism:
+        parameters["slurm_array_parallelism"] = args.array_parallelism
+    folder = args.folder or str(Path(args.results) / ".submitit")
+    jobs = submit(tasks, args.executor, folder, parameters)
+    for task, job in zip(tasks, jobs):
+        print(f"submitted  {task.name} as job {job.job_id} ({args.executor})")
+    print(f"logs       {folder}")
+    if not args.wait:
+        print(f"then       depthprune report --results {args.results} --out REPORT.md")
+        return 0
+    outcomes = [job.result() for job in jobs]
+    print(tabulate(outcome_rows(outcomes), headers=["task", "host", "exit", "passed", "failed", "skipped", "s"],
+                   tablefmt="github", disable_numparse=True))
+    for o in outcomes:
+        if not o.ok:
+            print(f"--- {o.task} (exit {o.returncode}) ---\n{o.output_tail}", file=sys.stderr)
+    if args.report:
+        from depthprune.report import write_report
+
+        out = write_report([args.results], args.report, None,
+                           command=f"depthprune report --results {args.results} --out {args.report}")
+        print(f"wrote      {out}")
+    return 0 if all(o.ok for o in outcomes) else EXIT_FAILURE
+
+
 def build_parser() -> argparse.ArgumentParser:
     from depthprune.objectives import OBJECTIVES
     from depthprune.search import SEARCHERS
@@ -384,6 +523,52 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="REPORT.md")
     p.add_argument("--figures", default=None, metavar="DIR", help="where the PNGs go (default: figures/ beside --out)")
     p.set_defaults(func=cmd_report)
+
+    from depthprune.plan import GPUS
+
+    p = sub.add_parser("plan", help="expected layer-forwards, FLOPs, GPU-hours and memory of a grid, before it runs")
+    p.add_argument("--grid", default=None, help="grid name (a case file's [grid] name, e.g. paper)")
+    p.add_argument("--cases", default="cases", help="directory of case files (default: ./cases)")
+    p.add_argument("--gpu", default="h100-80gb", help=f"GPU kind ({', '.join(GPUS)}; default h100-80gb)")
+    p.add_argument("--gpus", type=_positive(1), default=8, help="GPUs available, one worker each (default 8)")
+    p.add_argument("--mfu", type=_fraction, default=0.35, help="assumed model-FLOPs utilisation (default 0.35, ours)")
+    p.add_argument("--landscapes", type=_positive(1), default=4,
+                   help="synthetic loss landscapes each searcher is simulated on (default 4)")
+    p.add_argument("--margin-tokens", type=_positive(1), default=160,
+                   help="assumed padded tokens per margin item (default 160, a guess)")
+    p.add_argument("--measured", action="append", metavar="DIR",
+                   help="results (e.g. a rehearsal's): measured counts beside the plan, bo's prefix-cache ratio")
+    p.add_argument("--check", action="append", metavar="DIR",
+                   help="re-count every result in DIR from its recorded losses; exit 1 on a mismatch")
+    p.add_argument("--json", default=None, metavar="FILE", help="write the plan as JSON")
+    p.set_defaults(func=cmd_plan)
+
+    from depthprune.grid.cluster import EXECUTORS, SPLITS
+
+    p = sub.add_parser("submit", help="run a grid as a cluster job array (SLURM, via submitit), one task per model")
+    p.add_argument("--grid", required=True, help="grid name (a case file's [grid] name, e.g. paper)")
+    p.add_argument("--cases", default="cases", help="directory of case files (default: ./cases)")
+    p.add_argument("--results", default="results", help="results directory on a shared filesystem (default: ./results)")
+    p.add_argument("--repo", default=".", help="the checkout the tasks run bench/ from (default: .)")
+    p.add_argument("--executor", choices=EXECUTORS, default="slurm",
+                   help="slurm (a job array), local (subprocesses here, all at once) or debug (in this process)")
+    p.add_argument("--per", choices=SPLITS, default="model",
+                   help="one task per model (default: one load, one dense evaluation) or per model and objective")
+    p.add_argument("--model", action="append", metavar="ID", help="only this model (repeatable)")
+    p.add_argument("--objective", action="append", metavar="NAME", help="only this objective (repeatable)")
+    p.add_argument("-k", default=None, metavar="EXPR", help="pytest -k on top (e.g. 'oneshot and M7')")
+    p.add_argument("--ci-slice", action="store_true", help="only the grid's [ci] cells (default: every cell)")
+    p.add_argument("--partition", default=None, help="SLURM partition")
+    p.add_argument("--gpus-per-task", type=_positive(0), default=1, help="GPUs per task (default 1)")
+    p.add_argument("--cpus-per-task", type=_positive(1), default=8, help="CPUs per task (default 8)")
+    p.add_argument("--mem-gb", type=_positive(1), default=None, help="host memory per task in GB")
+    p.add_argument("--timeout-min", type=_positive(1), default=24 * 60, help="time limit per task (default 1440)")
+    p.add_argument("--array-parallelism", type=_positive(1), default=None, help="tasks running at once (SLURM)")
+    p.add_argument("--folder", default=None, help="submitit's folder: pickled tasks, logs (default: <results>/.submitit)")
+    p.add_argument("--wait", action="store_true", help="wait for the tasks and print their outcomes")
+    p.add_argument("--report", default=None, metavar="FILE", help="with --wait: write the merged report here")
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: more pytest arguments for every task")
+    p.set_defaults(func=cmd_submit)
     return parser
 
 

@@ -1,0 +1,766 @@
+"""Plan a grid before it runs: layer-forwards, FLOPs, GPU-hours and memory, per cell and in total.
+
+    depthprune plan --grid paper --gpu h100-80gb --gpus 8 [--json plan.json]
+
+Counting uses the code that runs. A searcher's requests are produced by running the
+searcher itself on a *loss landscape* and are counted with :func:`depthprune.scoring.replay_cost`,
+the function that counts every result's ``cost`` (the same memo and prefix-cache policy,
+the prior charged the same way), so a plan and a result count the same thing:
+
+* evaluations — from the settings alone where they fix them (``oneshot``, ``greedy``, ``cbo``:
+  exact), otherwise bounds from the settings (``beam``: each pair of beam sets shares at
+  most one child; ``fbs``: its rounds; ``ga``, ``bo``: their evaluation limits);
+* layer-forwards — which layers a searcher removes decides how much of the prefix cache
+  it re-uses, so the count depends on the losses, even for ``oneshot``. The planner runs each
+  searcher on ``landscapes`` synthetic loss landscapes (:class:`SyntheticLandscape`, ours) and
+  reports their mean and range beside the bound that needs no losses at all (every set from
+  the embeddings). ``bo`` is not simulated (a GP fit per evaluation): its count is the bound,
+  scaled by the prefix-cache ratio measured in ``measured`` results when there are any;
+* on recorded losses (a result's dense loss, prior and trace: :func:`recorded_losses`) the
+  simulation reproduces a run exactly for every searcher whose path is a function of the
+  losses (``oneshot``, ``greedy``, ``beam``, ``ga``, ``fbs``): :func:`check_result` compares the two,
+  which is how a rehearsal's counted layer-forwards check the planner (and a test checks it
+  on the tiny model).
+
+FLOPs use the real models' shapes (:data:`SHAPES`, from their ``config.json``), tokens the
+case file's calibration and evaluation sizes, time a named GPU (:data:`GPUS`) at an assumed
+model-FLOPs utilisation, and memory the scorer's own prefix-cache budget
+(:func:`depthprune.scoring._default_cache_bytes`: 40 % of free GPU memory). Every assumption is
+a field of :class:`Assumptions` and is printed with the plan (:func:`assumption_lines`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from depthprune.grid.cases import Cell, Grid
+from depthprune.scoring import ENERGY, Request, replay_cost
+from depthprune.search import SEARCHERS, get_searcher
+
+GIB = 1 << 30
+
+# -- hardware and model shapes -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One accelerator: dense bf16 tensor throughput (no sparsity) and memory."""
+
+    name: str
+    bf16_tflops: float
+    memory_gib: float
+    source: str
+
+
+#: Peak dense bf16 tensor-core TFLOP/s (the datasheets' sparse figures halved) and memory.
+GPUS: dict[str, GPU] = {
+    "h100-80gb": GPU("NVIDIA H100 SXM5 80GB", 989.0, 80.0, "NVIDIA H100 datasheet (SXM5: 1979 sparse)"),
+    "h100-pcie-80gb": GPU("NVIDIA H100 PCIe 80GB", 756.0, 80.0, "NVIDIA H100 datasheet (PCIe: 1513 sparse)"),
+    "h200-141gb": GPU("NVIDIA H200 SXM 141GB", 989.0, 141.0, "NVIDIA H200 datasheet (1979 sparse)"),
+    "a100-80gb": GPU("NVIDIA A100 SXM4 80GB", 312.0, 80.0, "NVIDIA A100 datasheet (624 sparse)"),
+    "a100-40gb": GPU("NVIDIA A100 SXM4 40GB", 312.0, 40.0, "NVIDIA A100 datasheet (624 sparse)"),
+    "l40s-48gb": GPU("NVIDIA L40S 48GB", 362.0, 48.0, "NVIDIA L40S datasheet (733 sparse)"),
+}
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The shapes that decide a decoder's FLOPs and memory."""
+
+    model: str
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    tied: bool
+    source: str
+
+    @property
+    def layer_params(self) -> int:
+        attn = self.hidden * self.heads * self.head_dim * 2 + 2 * self.hidden * self.kv_heads * self.head_dim
+        return attn + 3 * self.hidden * self.intermediate + 2 * self.hidden  # SwiGLU MLP, two RMSNorms
+
+    @property
+    def params(self) -> int:
+        return self.layers * self.layer_params + self.vocab * self.hidden * (1 if self.tied else 2) + self.hidden
+
+    def layer_flops_per_token(self, seq_len: int) -> float:
+        """One block, forward: 2 FLOPs per weight, plus QKᵀ and AV over a causal context
+        (on average seq_len/2 keys: 2 matmuls x 2 FLOPs x seq_len/2 x heads x head_dim)."""
+        return 2.0 * self.layer_params + 2.0 * seq_len * self.heads * self.head_dim
+
+    @property
+    def head_flops_per_token(self) -> float:
+        return 2.0 * self.hidden * self.vocab
+
+
+#: Shapes of the models whose weights are not shipped, from each checkpoint's config.json.
+SHAPES: dict[str, ModelShape] = {
+    s.model: s
+    for s in (
+        ModelShape("llama3-8b", 32, 4096, 14336, 32, 8, 128, 128256, False, "meta-llama/Meta-Llama-3-8B config.json"),
+        ModelShape("llama3.1-8b", 32, 4096, 14336, 32, 8, 128, 128256, False, "meta-llama/Llama-3.1-8B config.json"),
+        ModelShape("qwen3-8b", 36, 4096, 12288, 32, 8, 128, 151936, False, "Qwen/Qwen3-8B config.json"),
+        ModelShape("smollm2-135m", 30, 576, 1536, 9, 3, 64, 49152, True,
+                   "HuggingFaceTB/SmolLM2-135M-Instruct config.json"),
+    )
+}
+
+
+def model_shape(model: str) -> ModelShape:
+    """The table's shape, else the one read from the model's local ``config.json`` (tiny family)."""
+    if model in SHAPES:
+        return SHAPES[model]
+    from transformers import AutoConfig
+
+    from depthprune.models import locate
+
+    config = AutoConfig.from_pretrained(locate(model))
+    config = getattr(config, "text_config", None) or config
+    heads = int(config.num_attention_heads)
+    return ModelShape(
+        model, int(config.num_hidden_layers), int(config.hidden_size), int(config.intermediate_size), heads,
+        int(getattr(config, "num_key_value_heads", None) or heads),
+        int(getattr(config, "head_dim", None) or config.hidden_size // heads), int(config.vocab_size),
+        bool(getattr(config, "tie_word_embeddings", False)), f"{locate(model)}/config.json")
+
+
+# -- evaluation sizes ----------------------------------------------------------------------------
+
+#: Paper-profile evaluation tasks: (documents, loglikelihood requests per document, tokens per
+#: request). Documents: the split lm-eval scores (hellaswag/piqa/boolq/winogrande validation,
+#: ARC test, lambada_openai test). Tokens per request (context + continuation, Llama-3 tokenizer)
+#: are our rough guesses, not measured.
+EVAL_TASKS: dict[str, tuple[int, int, int]] = {
+    "hellaswag": (10042, 4, 110),
+    "winogrande": (1267, 2, 30),
+    "arc_easy": (2376, 4, 50),
+    "arc_challenge": (1172, 4, 55),
+    "piqa": (1838, 2, 60),
+    "boolq": (3270, 2, 170),
+    "lambada": (5153, 1, 80),
+}
+#: WikiText-2 (raw) test: ~287k tokens with GPT-2's tokenizer (the Hugging Face perplexity
+#: guide); taken as the Llama-3/Qwen3 count too (not measured here).
+WIKITEXT2_TEST_TOKENS = 287_000
+
+
+# -- assumptions -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """Everything the plan assumes; printed with it. Defaults are ours unless a field says so."""
+
+    gpu: str = "h100-80gb"
+    gpus: int = 8
+    mfu: float = 0.35  # model-FLOPs utilisation of the GPU's dense bf16 peak (ours; batch-8 inference)
+    dtype_bytes: int = 2  # bf16 weights and hidden states (the paper grid's dtype)
+    landscapes: int = 4  # synthetic loss landscapes each simulated searcher runs on
+    margin_tokens_per_item: int = 160  # padded tokens per margin item, options packed after the prompt (guess)
+    cuda_context_gib: float = 1.0  # CUDA context + allocator slack per process (ours)
+    cache_fraction: float = 0.4  # scoring._default_cache_bytes on CUDA: 40 % of free memory
+    keep_best: int = 4  # the Scorer's default keep_best (states kept per set size)
+    measured: tuple[str, ...] = ()  # result directories whose prefix-cache ratios replace the bo bound
+
+
+def assumption_lines(a: Assumptions, gpu: GPU) -> list[str]:
+    """Every assumption of a plan, one sentence each."""
+    return [
+        f"GPU: {a.gpus} x {gpu.name}, {gpu.bf16_tflops:g} TFLOP/s dense bf16 peak ({gpu.source}), "
+        f"{gpu.memory_gib:g} GiB; one worker (one model loaded) per GPU.",
+        f"Throughput: {a.mfu:.0%} of that peak on every forward and backward (--mfu); model loading, "
+        "tokenisation, lm-eval's bookkeeping and GP fits (bo) are not counted.",
+        "FLOPs per token and block: 2 x block weights + causal attention (2 x seq_len x heads x head_dim); "
+        "the output head (2 x hidden x vocab) once per token of every evaluated set; a backward pass "
+        "(cbo's gate gradients, weights frozen) costs as much as its forward.",
+        "Layer-forwards as results count them (scoring.replay_cost: as if alone, the prior charged, the prefix "
+        "cache's byte budget not binding). 'bound' = every set run from the embeddings (needs no losses).",
+        f"Expected layer-forwards: the searcher's own code run on {a.landscapes} synthetic loss landscapes "
+        "(U-shaped single-removal losses with noise, adjacent removals interact); bo is not simulated: "
+        "its bound, times the prefix-cache ratio of measured bo results when --measured gives any.",
+        f"Tokens: ppl/kl = windows x seq_len; margin = items x {a.margin_tokens_per_item} padded tokens "
+        "(--margin-tokens, a guess; a measured result's tokens_per_pass replaces it).",
+        f"Evaluation (paper profile): WikiText-2 test ~{WIKITEXT2_TEST_TOKENS // 1000}k tokens, C4 windows x "
+        "seq_len, lm-eval documents x requests x tokens per request (EVAL_TASKS, tokens guessed); every cell "
+        "evaluated once plus the dense model once per model (the evaluation cache is not credited).",
+        f"Memory per worker: weights (params x {a.dtype_bytes} B) + the prefix cache (its demand: the dense "
+        f"states and {a.keep_best} sets of each size at every boundary, capped by scoring._default_cache_bytes: "
+        f"{a.cache_fraction:.0%} of the memory free after loading) + the largest of: a search run's captured states "
+        "(capped by the same budget: a run captures before the cache trims) and one micro-batch's block and "
+        "2048-token head activations; an evaluation batch's full logits (bf16, float copy, log-softmax); cbo's "
+        f"gate-gradient backward (every block's saved inputs for one micro-batch) + {a.cuda_context_gib:g} GiB "
+        "CUDA context.",
+        "Grid-run totals share the dense pass and the prior per model and objective (cells report them as "
+        "if alone); sets re-used between a condition's searches are not subtracted (an upper bound).",
+        "Wall clock: tasks (a model's or a model and objective's cells) placed longest-first on the GPUs.",
+    ]
+
+
+# -- loss landscapes and request simulation -------------------------------------------------------
+
+Losses = Callable[[frozenset[int]], float]
+
+
+class SyntheticLandscape:
+    """A seeded stand-in for a calibration loss over removal sets (ours).
+
+    f(S) = f0 + Σ_{i∈S} p_i + γ Σ_{adjacent i, i+1 ∈ S} √(p_i p_{i+1}) + ε(S): single-removal
+    losses p high at the first and last blocks and low in between (the usual shape), with
+    log-normal noise; removing neighbours costs extra, so f is not additive; ε < 1e-6 breaks ties.
+    """
+
+    def __init__(self, n_layers: int, seed: int, f0: float = 2.0, gamma: float = 0.5) -> None:
+        rng = random.Random(seed)
+        last = n_layers - 1
+        self.p = [(0.05 + 2.0 * math.exp(-i / 1.5) + 1.0 * math.exp(-(last - i))) * math.exp(0.6 * rng.gauss(0, 1))
+                  for i in range(n_layers)]
+        self.f0, self.gamma, self.seed = f0, gamma, seed
+
+    def __call__(self, s: frozenset[int]) -> float:
+        layers = sorted(s)
+        value = self.f0 + sum(self.p[i] for i in layers)
+        value += self.gamma * sum(math.sqrt(self.p[i] * self.p[i + 1]) for i in layers if i + 1 in s)
+        return value + 1e-7 * random.Random(hash((self.seed, *layers))).random()
+
+
+class NotRecorded(KeyError):
+    """A simulated searcher asked for a set the recorded run never scored (its path differs)."""
+
+
+class RecordedLosses:
+    """The losses a run recorded; asking for any other set raises :class:`NotRecorded`."""
+
+    def __init__(self, losses: dict[frozenset[int], float]) -> None:
+        self.losses = losses
+
+    def __call__(self, s: frozenset[int]) -> float:
+        try:
+            return self.losses[s]
+        except KeyError:
+            raise NotRecorded(f"the run never scored {sorted(s)}") from None
+
+
+def recorded_losses(result: dict[str, Any]) -> RecordedLosses:
+    """A result's dense loss, prior (single removals) and trace as a loss function."""
+    losses = {frozenset(): float(result["dense_calibration_loss"])}
+    losses.update({frozenset([i]): math.nan if v is None else float(v) for i, v in enumerate(result["prior"])})
+    losses.update({frozenset(s): math.nan if v is None else float(v) for s, v in result["trace"]})
+    return RecordedLosses(losses)
+
+
+class _RecordingScore:
+    """The score callable a searcher gets, logging requests exactly as :class:`~depthprune.scoring.Scorer`
+    does (every call, memo hits included; ``energy()`` logs ENERGY, then the dense set and the singles)."""
+
+    def __init__(self, losses: Losses, n_layers: int) -> None:
+        self.losses, self.n_layers = losses, n_layers
+        self.requests: list[Request] = []
+        self.memo: dict[frozenset[int], float] = {}
+
+    def __call__(self, removed: Iterable[int]) -> float:
+        s = frozenset(removed)
+        self.requests.append(s)
+        if s not in self.memo:
+            self.memo[s] = float(self.losses(s))
+        return self.memo[s]
+
+    def many(self, sets: Iterable[Iterable[int]]) -> list[float]:
+        return [self(s) for s in sets]
+
+    def energy(self) -> tuple[list[float], list[list[float]]]:
+        if isinstance(self.losses, RecordedLosses):
+            raise NotRecorded("cbo's energy comes from gate gradients, which a result does not record")
+        self.requests.append(ENERGY)
+        base = self(frozenset())
+        h = [self(frozenset([i])) - base for i in range(self.n_layers)]
+        f = self.losses  # pair terms from the landscape itself (the Scorer gets them from gradients)
+        j = [[0.0 if a == b else (f(frozenset([a, b])) - h[a] - h[b] - base) / 2.0 for b in range(self.n_layers)]
+             for a in range(self.n_layers)]
+        return h, j
+
+
+@dataclass(frozen=True)
+class Simulated:
+    """What one run of a searcher on a loss landscape costs, counted as results count it."""
+
+    evaluations: int
+    layer_forwards: int
+    layer_backwards: int
+    removed: tuple[int, ...]
+
+
+def simulate(searcher: str, params: dict[str, Any], n_layers: int, budget: int, losses: Losses, seed: int = 0,
+             use_prior: bool = True, protected: Sequence[int] = (), keep_best: int = 4) -> Simulated:
+    """Run ``searcher`` on ``losses`` and count its requests with :func:`~depthprune.scoring.replay_cost`.
+
+    Mirrors :meth:`depthprune.recipe.Calibration.search`: the prior is given when ``use_prior``
+    and charged (its singles first) when the searcher asks for it.
+    """
+    score = _RecordingScore(losses, n_layers)
+    prior = [float(losses(frozenset([i]))) for i in range(n_layers)] if use_prior else None
+    result = get_searcher(searcher, **params).search(n_layers=n_layers, budget=budget, score=score, seed=seed,
+                                                     protected=frozenset(protected), prior=prior)
+    singles = [frozenset([i]) for i in range(n_layers)] if result.info.get("used_given_prior") else []
+    known = {**score.memo, **{s: float(losses(s)) for s in singles}}
+    replay = replay_cost([*singles, *score.requests], known, n_layers, keep_best, final_norm=True)
+    return Simulated(replay.evaluations, replay.layer_forwards, replay.layer_backwards, result.removed)
+
+
+def check_result(result: dict[str, Any], keep_best: int = 4) -> tuple[Simulated, dict[str, int]]:
+    """(the planner's count on the run's recorded losses, the run's own count).
+
+    Equal for every searcher whose path is a function of the losses; raises
+    :class:`NotRecorded` where the simulated searcher leaves the recorded path.
+    """
+    settings = result.get("settings", {})
+    ident = result["identity"]
+    sim = simulate(ident["search"], result["search_params"], int(result["n_layers"]), int(ident["budget"]),
+                   recorded_losses(result), seed=int(ident["search_seed"]),
+                   use_prior=bool(settings.get("use_prior", True)), protected=settings.get("protected", ()),
+                   keep_best=keep_best)
+    cost = result["cost"]
+    return sim, {"evaluations": int(cost["evaluations"]), "layer_forwards": int(cost["layer_forwards"]),
+                 "layer_backwards": int(cost["layer_backwards"])}
+
+
+# -- evaluations from the settings ---------------------------------------------------------------
+
+#: Searchers whose evaluation count the settings fix exactly (their layer-forwards still depend
+#: on which layers the losses make them remove).
+EXACT_EVALUATIONS = ("oneshot", "greedy", "cbo")
+#: Searchers the planner does not simulate (a GP fit per evaluation): bounds only.
+NOT_SIMULATED = ("bo",)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Distinct sets a cell's cost counts, from the settings alone, and the most of each size."""
+
+    low: int
+    high: int
+    sizes: dict[int, int]  # set size -> most sets of that size (the dense set is size 0)
+    energy: bool = False  # cbo's gate-gradient passes (scoring.Scorer.energy)
+
+
+def evaluation_bounds(searcher: str, params: dict[str, Any], n_layers: int, budget: int) -> Bounds:
+    """Fewest and most distinct sets a grid cell's cost counts, derived from each searcher's code as
+    the grid runs it (the prior given and charged when used, nothing protected)."""
+    s = get_searcher(searcher, **params)
+    n, m = n_layers, budget
+    if not 0 < m < n:
+        raise ValueError(f"budget {m} is out of range for {n} layers; allowed 1..{n - 1}")
+    space = math.comb(n, m)
+    if searcher == "oneshot":  # the prior's singles, then the chosen set (already a single when M = 1)
+        sizes = {1: n, **({m: 1} if m > 1 else {})}
+        return Bounds(sum(sizes.values()), sum(sizes.values()), sizes)
+    if searcher == "greedy":  # step k scores the base plus every other layer
+        sizes = {k + 1: n - k for k in range(m)}
+        return Bounds(sum(sizes.values()), sum(sizes.values()), sizes)
+    if searcher == "beam":  # step 1: the singles; after: B parents x new layers, a pair of parents shares <= 1 child
+        lo, sizes, width = n, {1: n}, n
+        for k in range(2, m + 1):
+            parents = min(s.beam_width, width)
+            children = parents * (n - k + 1)
+            sizes[k] = min(math.comb(n, k), children)
+            lo += max(n - k + 1, children - math.comb(parents, 2))
+            width = sizes[k]
+        return Bounds(lo, sum(sizes.values()), sizes)
+    if searcher in ("ga", "bo"):  # the charged prior, then the first sets .. the evaluation limit
+        first = s.population if searcher == "ga" else s.initial_design
+        limit = space if s.max_evaluations is None else min(space, s.max_evaluations)
+        return Bounds(n + min(first, space), n + limit, {1: n, m: limit})
+    if searcher == "cbo":
+        top_k = min(s.top_k, space)
+        if s.energy_source in ("auto", "score"):  # the grid's Scorer offers energy(): dense + singles, then top_k
+            sizes = {0: 1, 1: n, m: top_k}
+            return Bounds(sum(sizes.values()), sum(sizes.values()), sizes, energy=True)
+        top = n if s.pair_top is None else min(n, s.pair_top)
+        pairs = math.comb(top, 2) if m >= 2 else 0
+        sizes = {0: 1, 1: n, 2: pairs + (top_k if m == 2 else 0), **({m: top_k} if m > 2 else {})}
+        return Bounds(1 + n + pairs, sum(sizes.values()), sizes)
+    if searcher == "fbs":
+        lmax = m if s.max_segment_length is None else min(m, s.max_segment_length)
+        sizes = {0: 1, 1: n}
+        for length in range(2, lmax + 1):
+            sizes[length] = min(s.segments_per_length, n - length + 1)
+        first = sum(sizes.values())
+        combined = min(space, s.candidates * (1 + s.max_rounds))
+        sizes[m] = sizes.get(m, 0) + combined
+        scored_m_segments = sizes.get(m, 0) - combined
+        lo = first + max(0, min(s.candidates, space) - scored_m_segments)
+        return Bounds(lo, first + combined, sizes)
+    if searcher == "exhaustive":
+        return Bounds(space, space, {m: space})
+    raise ValueError(f"searcher {searcher!r} has no planning rule; allowed: {', '.join(SEARCHERS.names())}")
+
+
+def forwards_bound(n_layers: int, bounds: Bounds) -> int:
+    """Layer-forwards with no prefix sharing at the most evaluations (needs no losses): the dense
+    pass, every set from the embeddings, cbo's gate-gradient passes."""
+    from depthprune.gates import energy_passes
+
+    total = n_layers + sum(count * (n_layers - size) for size, count in bounds.sizes.items() if size > 0)
+    return total + (energy_passes(n_layers)[0] if bounds.energy else 0)
+
+
+# -- the plan ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Memory:
+    """GiB one worker holds at its peak, by component, and the prefix cache's budget and demand.
+
+    Besides the weights and the prefix cache, a worker holds at one time the largest of: a search
+    run's captured states (up to the cache's budget again: a run captures before the cache trims)
+    plus one micro-batch's activations; an evaluation batch's logits; cbo's gate-gradient backward.
+    """
+
+    weights: float
+    prefix_cache: float  # what the cache holds: its demand, capped by its budget
+    in_flight: float  # the largest phase below
+    phase: str  # "search" | "evaluation" | "cbo backward"
+    cuda_context: float
+    cache_budget: float  # scoring._default_cache_bytes
+    cache_demand: float  # dense states + keep_best sets of each size, every boundary
+
+    @property
+    def peak(self) -> float:
+        return self.weights + self.prefix_cache + self.in_flight + self.cuda_context
+
+
+@dataclass
+class CellPlan:
+    cell: str
+    model: str
+    objective: str
+    search: str
+    budget: int
+    n_layers: int
+    calibration_tokens: int
+    evaluations: tuple[int, int]  # (fewest, most) from the settings
+    layer_forwards: float  # expected (see basis)
+    layer_forwards_range: tuple[int, int]  # over the landscapes (the bound where not simulated)
+    layer_forwards_bound: int  # every set from the embeddings, at the most evaluations
+    layer_backwards: int
+    basis: str
+    search_tflop: float
+    eval_tflop: float | None  # None: the profile's tasks are not in EVAL_TASKS
+    shared_tflop: float  # the dense pass and the prior, which a grid run computes once per condition
+    gpu_hours: float
+    gpu_hours_bound: float
+    memory: Memory
+    measured: dict[str, Any] | None = None
+
+
+@dataclass
+class GridPlan:
+    grid: str
+    assumptions: Assumptions
+    gpu: GPU
+    shapes: dict[str, ModelShape]
+    cells: list[CellPlan]
+    totals: dict[str, Any] = field(default_factory=dict)
+    tasks: dict[str, dict[str, float]] = field(default_factory=dict)  # split -> task -> GPU-hours
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "grid": self.grid, "assumptions": asdict(self.assumptions), "gpu": asdict(self.gpu),
+            "assumption_text": assumption_lines(self.assumptions, self.gpu),
+            "shapes": {k: {**asdict(v), "params": v.params} for k, v in self.shapes.items()},
+            "cells": [{**asdict(c), "peak_gib": c.memory.peak} for c in self.cells],
+            "totals": self.totals, "tasks": self.tasks, "notes": self.notes,
+        }
+
+
+def calibration_tokens(grid: Grid, objective: str, a: Assumptions,
+                       measured_tokens: int | None = None) -> tuple[int, int]:
+    """(tokens of one pass over the calibration set, tokens per sequence), from the case file."""
+    from depthprune.objectives import make_objective
+    from depthprune.profiles import get_profile
+
+    obj = make_objective(objective, get_profile("paper"), **grid.objective_params.get(objective, {})).params()
+    if "n_samples" in obj and "seq_len" in obj:
+        return int(obj["n_samples"]) * int(obj["seq_len"]), int(obj["seq_len"])
+    items = int(obj.get("n_items", obj.get("n_samples", 1)))
+    per_item = a.margin_tokens_per_item if not measured_tokens else max(1, round(measured_tokens / items))
+    return items * per_item, per_item
+
+
+def eval_tokens(grid: Grid, profile: str) -> tuple[int, int] | None:
+    """(tokens one evaluation reads, its window length); None where the tasks are not tabled."""
+    cfg = grid.eval_config(profile)
+    if profile != "paper" or any(t not in EVAL_TASKS for t in cfg.tasks):
+        return None
+    tokens = 0
+    if "wikitext2" in cfg.perplexity:
+        tokens += (WIKITEXT2_TEST_TOKENS // cfg.seq_len) * cfg.seq_len
+    if "c4" in cfg.perplexity:
+        tokens += cfg.c4_windows * cfg.seq_len
+    for task in (*cfg.tasks, *(("lambada",) if cfg.lambada else ())):
+        docs, requests, per = EVAL_TASKS[task]
+        tokens += min(docs, cfg.limit or docs) * requests * per
+    return tokens, cfg.seq_len
+
+
+def worker_memory(shape: ModelShape, grid: Grid, a: Assumptions, gpu: GPU, calib_tokens: int, seq: int,
+                  search: str, budget: int, profile: str) -> Memory:
+    """One worker's peak by component (see :class:`Memory` and :func:`assumption_lines`)."""
+    b = a.dtype_bytes
+    weights = shape.params * b
+    budget_bytes = max(0.0, a.cache_fraction * (gpu.memory_gib * GIB - weights - a.cuda_context_gib * GIB))
+    state = calib_tokens * shape.hidden * b  # one boundary's states over the calibration set
+    demand = (shape.layers + a.keep_best * sum(shape.layers - s for s in range(1, budget + 1))) * state
+    micro = grid.batch_size * seq
+    logits = shape.vocab * (b + 8)  # per token: logits, their float copy, log-softmax / logsumexp
+    phases = {  # one micro-batch through a block (hidden-sized and MLP-sized tensors) + a 2048-token head chunk
+        "search": min(budget_bytes, shape.layers * state)
+        + micro * (6 * shape.hidden + 3 * shape.intermediate) * b + 2048 * logits}
+    ev = grid.eval_config(profile)
+    phases["evaluation"] = ev.batch_size * ev.seq_len * logits  # a batch's full logits
+    if search == "cbo":  # gate gradients, weights frozen: every block's saved norm, q/k/v/out, MLP and gate inputs
+        per_layer = 5 * shape.hidden + 2 * shape.kv_heads * shape.head_dim + 3 * shape.intermediate
+        phases["cbo backward"] = shape.layers * micro * per_layer * b + micro * shape.vocab * (b + 4)
+    phase = max(phases, key=phases.get)
+    return Memory(weights / GIB, min(budget_bytes, demand) / GIB, phases[phase] / GIB, phase, a.cuda_context_gib,
+                  budget_bytes / GIB, demand / GIB)
+
+
+def _measured_index(dirs: Sequence[str]) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+    """Measured results by (grid, cell), and each searcher's counted / bound layer-forwards ratio."""
+    from depthprune.grid.results import iter_results
+
+    by_cell: dict[str, dict[str, Any]] = {}
+    sums: dict[str, list[float]] = {}
+    for stand_in in (False, True):
+        for r in iter_results(dirs, stand_in=stand_in):
+            ident = r["identity"]
+            n, m = int(r["n_layers"]), int(ident["budget"])
+            try:
+                bound = forwards_bound(n, evaluation_bounds(ident["search"], r["search_params"], n, m))
+            except (TypeError, ValueError):
+                continue
+            by_cell.setdefault(r["cell"], {
+                "grid": ident["grid"], "stand_in": bool(ident["stand_in"]), "n_layers": n,
+                "evaluations": r["cost"]["evaluations"], "layer_forwards": r["cost"]["layer_forwards"],
+                "tokens_per_pass": (r.get("calibration_protocol") or {}).get("tokens_per_pass")})
+            acc = sums.setdefault(ident["search"], [0.0, 0.0])
+            acc[0] += r["cost"]["layer_forwards"]
+            acc[1] += bound
+    return by_cell, {k: v[0] / v[1] for k, v in sums.items() if v[1] > 0}
+
+
+def plan_cell(grid: Grid, cell: Cell, shape: ModelShape, a: Assumptions, gpu: GPU,
+              measured: dict[str, Any] | None = None, ratios: dict[str, float] | None = None,
+              memo: dict[tuple, list[Simulated]] | None = None) -> CellPlan:
+    """One cell's counts, FLOPs, GPU-hours and memory (``memo``: simulations shared between cells)."""
+    from depthprune.models import MODELS
+
+    params = grid.searcher_params.get(cell.search, {})
+    n, m = shape.layers, cell.budget
+    bounds = evaluation_bounds(cell.search, params, n, m)
+    bound = forwards_bound(n, bounds)
+    backwards, evaluations = 0, (bounds.low + bounds.high) / 2
+    ratio = (ratios or {}).get(cell.search)
+    if cell.search in NOT_SIMULATED:
+        expected = bound * ratio if ratio else float(bound)
+        spread = (round(expected), round(expected))
+        basis = f"bound x measured {ratio:.2f}" if ratio else "bound (not simulated)"
+        evaluations = bounds.high
+    else:
+        key = (cell.search, repr(sorted(params.items())), n, m, cell.seed, a.landscapes, a.keep_best)
+        memo = {} if memo is None else memo
+        if key not in memo:
+            memo[key] = [simulate(cell.search, params, n, m, SyntheticLandscape(n, seed), seed=cell.seed,
+                                  keep_best=a.keep_best) for seed in range(a.landscapes)]
+        runs = memo[key]
+        counts = [r.layer_forwards for r in runs]
+        expected, spread = sum(counts) / len(counts), (min(counts), max(counts))
+        backwards = max(r.layer_backwards for r in runs)
+        evaluations = sum(r.evaluations for r in runs) / len(runs)
+        basis = f"simulated x{a.landscapes}"
+        outside = [r.evaluations for r in runs if not bounds.low <= r.evaluations <= bounds.high]
+        if outside:  # the settings' bounds are derived from the code the simulation runs: they must hold
+            raise AssertionError(f"{cell.id}: simulated evaluations {outside} outside [{bounds.low}, {bounds.high}]")
+    tokens, seq = calibration_tokens(grid, cell.objective, a, (measured or {}).get("tokens_per_pass"))
+    per_token, head = shape.layer_flops_per_token(seq), shape.head_flops_per_token
+    search = tokens * ((expected + 2 * backwards) * per_token + (evaluations + 1) * head)
+    search_bound = tokens * ((bound + 2 * backwards) * per_token + (bounds.high + 1) * head)
+    shared = tokens * ((n + math.comb(n, 2)) * per_token + (n + 1) * head)  # dense pass + prior from the dense states
+    profile = MODELS[cell.model].profile if cell.model in MODELS else "paper"
+    ev = eval_tokens(grid, profile)
+    evaluation = None if ev is None else ev[0] * ((n - m) * shape.layer_flops_per_token(ev[1]) + head)
+    rate = gpu.bf16_tflops * 1e12 * a.mfu * 3600
+    return CellPlan(
+        cell=cell.id, model=cell.model, objective=cell.objective, search=cell.search, budget=m, n_layers=n,
+        calibration_tokens=tokens, evaluations=(bounds.low, bounds.high), layer_forwards=expected,
+        layer_forwards_range=spread, layer_forwards_bound=bound, layer_backwards=backwards, basis=basis,
+        search_tflop=search / 1e12, eval_tflop=None if evaluation is None else evaluation / 1e12,
+        shared_tflop=shared / 1e12, gpu_hours=(search + (evaluation or 0.0)) / rate,
+        gpu_hours_bound=(search_bound + (evaluation or 0.0)) / rate,
+        memory=worker_memory(shape, grid, a, gpu, tokens, seq, cell.search, m, profile), measured=measured)
+
+
+def makespan(hours: Iterable[float], gpus: int) -> float:
+    """Wall-clock hours of tasks placed longest-first, each on the least loaded of ``gpus`` GPUs."""
+    loads = [0.0] * gpus
+    heapq.heapify(loads)
+    for h in sorted(hours, reverse=True):
+        heapq.heappush(loads, heapq.heappop(loads) + h)
+    return max(loads)
+
+
+def plan_grid(grid: Grid, assumptions: Assumptions | None = None) -> GridPlan:
+    """Every cell of ``grid`` planned, with totals, per-task GPU-hours and the warnings that apply."""
+    from depthprune.models import MODELS
+
+    a = assumptions or Assumptions()
+    if a.gpu not in GPUS:
+        raise ValueError(f"gpu {a.gpu!r} is unknown; allowed: {', '.join(GPUS)}")
+    if not 0 < a.mfu <= 1:
+        raise ValueError(f"mfu must be in (0, 1], got {a.mfu}")
+    if a.gpus < 1 or a.landscapes < 1:
+        raise ValueError(f"gpus and landscapes must be >= 1, got {a.gpus} and {a.landscapes}")
+    gpu = GPUS[a.gpu]
+    measured, ratios = _measured_index(a.measured) if a.measured else ({}, {})
+    shapes = {m: model_shape(m) for m in grid.models}
+    for m, shape in shapes.items():
+        known = MODELS[m].n_layers if m in MODELS else None
+        if known is not None and known != shape.layers:
+            raise ValueError(f"{m}: the shape table says {shape.layers} layers, the registry {known}")
+    cells = []
+    runs: dict[tuple, list[Simulated]] = {}  # a landscape depends on the depth only: simulate once per shape
+    for cell in grid.cells():
+        mine = measured.get(cell.id)
+        if mine is not None and mine["n_layers"] != shapes[cell.model].layers:
+            mine = None  # measured on a model of another depth: not this cell
+        cells.append(plan_cell(grid, cell, shapes[cell.model], a, gpu, mine, ratios, runs))
+    rate = gpu.bf16_tflops * 1e12 * a.mfu * 3600
+    groups: dict[tuple[str, str], list[CellPlan]] = {}
+    for c in cells:
+        groups.setdefault((c.model, c.objective), []).append(c)
+    dense_eval = {m: next(c for c in cells if c.model == m) for m in grid.models}
+    dense_hours = {}
+    for m, c in dense_eval.items():  # the dense model's evaluation, once per model: L blocks instead of L - M
+        dense_hours[m] = 0.0 if c.eval_tflop is None else c.eval_tflop * c.n_layers / (c.n_layers - c.budget) * 1e12 / rate
+    run_hours = {k: sum(c.gpu_hours for c in v) - (len(v) - 1) * v[0].shared_tflop * 1e12 / rate
+                 for k, v in groups.items()}
+    per_model = {m: sum(h for (mm, _), h in run_hours.items() if mm == m) + dense_hours[m] for m in grid.models}
+    per_group = {f"{m}/{o}": h + dense_hours[m] for (m, o), h in run_hours.items()}
+    plan = GridPlan(grid.name, a, gpu, shapes, cells)
+    plan.tasks = {"model": per_model, "objective": per_group}
+    alone = sum(c.gpu_hours for c in cells)
+    plan.totals = {
+        "cells": len(cells),
+        "evaluations": [sum(c.evaluations[0] for c in cells), sum(c.evaluations[1] for c in cells)],
+        "layer_forwards": sum(c.layer_forwards for c in cells),
+        "layer_forwards_bound": sum(c.layer_forwards_bound for c in cells),
+        "search_tflop": sum(c.search_tflop for c in cells),
+        "eval_tflop": sum(c.eval_tflop or 0.0 for c in cells),
+        "gpu_hours_as_if_alone": alone,
+        "gpu_hours_bound": sum(c.gpu_hours_bound for c in cells),
+        "gpu_hours_grid_run": sum(per_model.values()),
+        "wall_hours_per_model": makespan(per_model.values(), a.gpus),
+        "wall_hours_per_objective": makespan(per_group.values(), a.gpus),
+        "peak_gib_per_worker": {m: max(c.memory.peak for c in cells if c.model == m) for m in grid.models},
+    }
+    plan.notes = _notes(plan)
+    return plan
+
+
+def _notes(plan: GridPlan) -> list[str]:
+    notes = []
+    gpu = plan.gpu
+    for (m, o), c in {(c.model, c.objective): c for c in plan.cells}.items():
+        mem = c.memory
+        if mem.cache_demand > mem.cache_budget:
+            notes.append(f"{m} {o}: the prefix cache wants {mem.cache_demand:.1f} GiB (boundary states of "
+                         f"{c.calibration_tokens:,} tokens), its budget is {mem.cache_budget:.1f} GiB: it evicts, so this "
+                         "GPU runs more layer-forwards than results count (at most the bound).")
+    over: dict[tuple[str, str, str], list[str]] = {}
+    for c in plan.cells:
+        if c.memory.peak > gpu.memory_gib:
+            over.setdefault((c.model, c.memory.phase, f"{c.memory.peak:.1f}"), []).append(c.cell)
+    for (model, phase, peak), ids in over.items():
+        notes.append(f"{', '.join(ids)}: estimated peak {peak} GiB ({phase}) exceeds the {gpu.memory_gib:g} GiB "
+                     f"of an {gpu.name}.")
+    if any(c.eval_tflop is None for c in plan.cells):
+        notes.append("evaluation FLOPs are not estimated for profiles whose tasks are not in EVAL_TASKS.")
+    n_tasks = len(plan.tasks["objective"])
+    if n_tasks < plan.assumptions.gpus:
+        notes.append(f"{n_tasks} model x objective tasks leave {plan.assumptions.gpus - n_tasks} of "
+                     f"{plan.assumptions.gpus} GPUs idle.")
+    return notes
+
+
+# -- printing ----------------------------------------------------------------------------------------
+
+
+def _span(lo: float, hi: float) -> str:
+    return f"{lo:,.0f}" if lo == hi else f"{lo:,.0f}-{hi:,.0f}"
+
+
+def format_plan(plan: GridPlan) -> str:
+    """The plan as text: per-cell table, totals, memory per worker, tasks, assumptions, notes."""
+    from tabulate import tabulate
+
+    rows = []
+    for c in plan.cells:
+        lo, hi = c.layer_forwards_range
+        rows.append([c.cell, _span(*c.evaluations), f"{c.layer_forwards:,.0f}", _span(lo, hi),
+                     f"{c.layer_forwards_bound:,}", c.basis, f"{c.search_tflop:,.0f}",
+                     "-" if c.eval_tflop is None else f"{c.eval_tflop:,.0f}", f"{c.gpu_hours:.2f}",
+                     f"{c.gpu_hours_bound:.2f}", f"{c.memory.peak:.1f}",
+                     "" if not c.measured else f"{c.measured['evaluations']} / {c.measured['layer_forwards']:,}"])
+    headers = ["cell", "evals", "layer-fwd", "range", "bound", "basis", "search TFLOP", "eval TFLOP", "GPU-h",
+               "GPU-h bound", "peak GiB", "measured evals / fwd"]
+    if not any(c.measured for c in plan.cells):
+        headers, rows = headers[:-1], [r[:-1] for r in rows]
+    t = plan.totals
+    a = plan.assumptions
+    out = [f"plan for grid {plan.grid}: {t['cells']} cells on {a.gpus} x {plan.gpu.name} at {a.mfu:.0%} MFU", "",
+           tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
+    totals = [
+        ["evaluations", _span(*t["evaluations"])],
+        ["layer-forwards (expected / bound)", f"{t['layer_forwards']:,.0f} / {t['layer_forwards_bound']:,}"],
+        ["search / evaluation TFLOP", f"{t['search_tflop']:,.0f} / {t['eval_tflop']:,.0f}"],
+        ["GPU-hours, cells as if alone (as results report)", f"{t['gpu_hours_as_if_alone']:.1f}"],
+        ["GPU-hours, cells as if alone, bound", f"{t['gpu_hours_bound']:.1f}"],
+        ["GPU-hours, this grid run (dense pass + prior once per condition)", f"{t['gpu_hours_grid_run']:.1f}"],
+        [f"wall-clock h on {a.gpus} GPUs, one task per model", f"{t['wall_hours_per_model']:.1f}"],
+        [f"wall-clock h on {a.gpus} GPUs, one task per model x objective", f"{t['wall_hours_per_objective']:.1f}"],
+    ]
+    out += [tabulate(totals, headers=["total", "value"], tablefmt="github", disable_numparse=True), ""]
+    mem_rows = []
+    for model, shape in plan.shapes.items():
+        worst = max((c for c in plan.cells if c.model == model), key=lambda c: c.memory.peak)
+        mm = worst.memory
+        mem_rows.append([model, f"{shape.params / 1e9:.2f}B", f"{mm.weights:.1f}", f"{mm.prefix_cache:.1f}",
+                         f"{mm.cache_budget:.1f}", f"{mm.cache_demand:,.0f}", f"{mm.in_flight:.1f} ({mm.phase})",
+                         f"{mm.peak:.1f}", worst.cell])
+    out += ["memory per worker (GiB; the cell with the highest peak)",
+            tabulate(mem_rows, headers=["model", "params", "weights", "prefix cache", "cache budget", "cache demand",
+                                        "in flight", "peak", "at"], tablefmt="github", disable_numparse=True), ""]
+    task_rows = [[split, name, f"{h:.1f}"] for split, tasks in plan.tasks.items() for name, h in tasks.items()]
+    out += [tabulate(task_rows, headers=["task per", "task", "GPU-h"], tablefmt="github", disable_numparse=True), ""]
+    out += ["assumptions:"] + [f"  - {line}" for line in assumption_lines(a, plan.gpu)]
+    out += [f"  - shapes: {s.model} {s.layers} layers, hidden {s.hidden}, MLP {s.intermediate}, heads {s.heads}/"
+            f"{s.kv_heads} kv, vocab {s.vocab} ({s.source})" for s in plan.shapes.values()]
+    if plan.notes:
+        out += ["", "notes:"] + [f"  - {n}" for n in plan.notes]
+    return "\n".join(out)
+
+
+__all__ = ["Assumptions", "Bounds", "CellPlan", "EVAL_TASKS", "GPU", "GPUS", "GridPlan", "Memory", "ModelShape",
+           "NotRecorded", "RecordedLosses", "SHAPES", "Simulated", "SyntheticLandscape", "assumption_lines",
+           "check_result", "evaluation_bounds", "format_plan", "forwards_bound", "makespan", "model_shape",
+           "plan_cell", "plan_grid", "recorded_losses", "simulate"]
