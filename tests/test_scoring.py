@@ -140,3 +140,30 @@ def test_fork_shares_dense_states_not_counters():
     twin({4})
     assert twin.stats.layer_forwards == 1  # resumed from the shared dense state at block 4
     assert twin({4}) == Scorer(model, _batches(), PerplexityObjective(), prefix_cache=False)({4})
+
+
+def test_block_influence_finds_a_block_made_identity_and_is_counted_once():
+    """A block whose attention and MLP outputs are zeroed passes its input through: its Block
+    Influence is 0 and ``bi`` removes it first; the pass costs one dense forward, once."""
+    import math
+
+    from depthprune.objectives.base import Batch
+    from depthprune.objectives.ppl import PerplexityObjective
+    from depthprune.scoring import Scorer, replay_cost
+    from depthprune.search import get_searcher
+    from tests.fixtures import random_model
+
+    model = random_model("llama", n_layers=6)
+    with torch.no_grad():
+        model.model.layers[4].self_attn.o_proj.weight.zero_()
+        model.model.layers[4].mlp.down_proj.weight.zero_()
+    g = torch.Generator().manual_seed(0)
+    scorer = Scorer(model, [Batch(torch.randint(4, 30, (3, 24), generator=g))], PerplexityObjective(), verify=False)
+    bi = scorer.block_influence("cosine")
+    assert abs(bi[4]) < 1e-6 and min(v for i, v in enumerate(bi) if i != 4) > 1e-4
+    angular = scorer.block_influence("angular")
+    assert all(abs(a - math.acos(max(-1.0, min(1.0, 1 - b))) / math.pi) < 1e-9 for a, b in zip(angular, bi))
+    result = get_searcher("bi").search(n_layers=6, budget=1, score=scorer, seed=0)
+    assert result.removed == (4,) and result.evaluations == 1
+    replay = replay_cost(scorer.requests, scorer.memo, 6)
+    assert replay.layer_forwards == scorer.stats.layer_forwards  # dense 6 + influence 6 (once) + the set

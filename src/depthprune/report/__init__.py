@@ -368,8 +368,9 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
             "depthprune report --results results/ --out REPORT.md",
             "```",
             "",
-            "Shards of a cluster job array: `pytest bench --grid paper --shard K/N --results shard-K/`, then "
-            "`depthprune report --results shard-*/`.",
+            "On a SLURM cluster, one task per model: `depthprune submit --grid paper --executor slurm "
+            "--partition <p> --wait --report REPORT.md` (or one job per model: `pytest bench --grid paper "
+            "--model <id> --results results-<id>/`, then `depthprune report --results results-*/`).",
             "",
         ]
     figure_paths = figures_for(conds, figures, grids, dense)
