@@ -7,6 +7,9 @@ load. Zero-shot tasks go through an unpatched lm-evaluation-harness,
 the LAMBADA stand-in) are local YAML tasks loaded with
 ``TaskManager(include_path=..., include_defaults=False)``.
 
+Perplexities never hold a batch's full-vocabulary logits: the output head runs on a chunk
+of positions at a time (:func:`windows_perplexity`).
+
 Metrics are flat, named after the paper's tasks whatever the profile:
 ``wikitext2_ppl``, ``c4_ppl``, ``lambada_ppl``, ``lambada_acc``, ``<task>_acc``,
 ``<task>_acc_norm``, and ``avg_acc`` = the mean headline metric over the evaluated tasks
@@ -24,6 +27,7 @@ import logging
 import math
 import os
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -35,6 +39,7 @@ import torch
 from depthprune.data import eval_windows, load_texts
 from depthprune.env import code_fingerprint, library_versions, package_versions, write_json_atomic
 from depthprune.masking import skip_layers
+from depthprune.models import find_decoder_layers
 
 if TYPE_CHECKING:  # pragma: no cover
     from depthprune.profiles import Profile
@@ -77,20 +82,55 @@ class EvalResult:
 # -- perplexity ------------------------------------------------------------------------------
 
 
-def windows_perplexity(model, windows: torch.Tensor, batch_size: int) -> tuple[float, int]:
-    """Token-weighted perplexity of ``windows`` [n, T]: every predicted token counts once."""
+def windows_perplexity(model, windows: torch.Tensor, batch_size: int,
+                       chunk_tokens: int | None = None) -> tuple[float, int]:
+    """Token-weighted perplexity of ``windows`` [n, T]: every predicted token counts once.
+
+    The blocks run on a batch; the output head runs on ``chunk_tokens`` positions at a time
+    (default: :class:`~depthprune.objectives.base.OutputHead`'s, 2048), so the largest logits
+    tensor is chunk x vocabulary whatever the batch and window (a whole batch of 8 x 2048
+    tokens at a 128k vocabulary would be 8.4 GB in float32). The head is checked once against
+    the model's own logits; an architecture it does not reproduce falls back, with a warning,
+    to the model's full logits.
+    """
+    from depthprune.objectives.base import OutputHead  # here: objectives import profiles, which import us
+
     device = next(model.parameters()).device
+    decoder = find_decoder_layers(model)
+    head = OutputHead(model) if chunk_tokens is None else OutputHead(model, chunk_tokens=chunk_tokens)
     nll, count = 0.0, 0
     with torch.no_grad():
+        probe = windows[:1, : min(64, head.chunk_tokens)].to(device)
+        chunked = _head_reproduces_logits(model, decoder.owner, head, probe)
         for start in range(0, windows.shape[0], batch_size):
             ids = windows[start : start + batch_size].to(device)
-            logits = model(input_ids=ids, use_cache=False).logits[:, :-1].float()
             targets = ids[:, 1:]
-            nll += torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum"
-            ).item()
+            if chunked:
+                out = decoder.owner(input_ids=ids, use_cache=False)
+                hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+                logp = head.target_logprobs(hidden[:, :-1].reshape(-1, hidden.shape[-1]), targets.reshape(-1))
+                nll -= logp.double().sum().item()
+            else:
+                logits = model(input_ids=ids, use_cache=False).logits[:, :-1].float()
+                nll += torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum"
+                ).item()
             count += targets.numel()
     return math.exp(nll / count), count
+
+
+def _head_reproduces_logits(model, owner, head, ids: torch.Tensor) -> bool:
+    """Does final hidden state -> ``head`` give the model's own logits (on a few tokens)?"""
+    ref = model(input_ids=ids, use_cache=False).logits.float()
+    out = owner(input_ids=ids, use_cache=False)
+    mine = head.logits(out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0])
+    tol = 1e-4 if ref.dtype == torch.float32 and next(model.parameters()).dtype == torch.float32 else 5e-2
+    if torch.allclose(ref, mine, rtol=0, atol=tol * max(1.0, ref.abs().max().item())):
+        return True
+    warnings.warn(f"{type(model).__name__}: the output head does not reproduce the model's logits "
+                  f"(max diff {(ref - mine).abs().max().item():.3g}); perplexity uses full logits per batch",
+                  stacklevel=3)
+    return False
 
 
 @lru_cache(maxsize=8)
