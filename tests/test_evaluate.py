@@ -39,6 +39,8 @@ def test_view_equals_pruned_copy_and_is_cached(tmp_path):
     assert viewed.metrics["avg_acc"] == pytest.approx(
         (viewed.metrics["hellaswag_acc_norm"] + viewed.metrics["boolq_acc"]) / 2)
     assert viewed.protocol["zero_shot"]["lm_eval_version"]
+    adapter = viewed.protocol["zero_shot"]["adapter"]
+    assert adapter["name"] == "shared-prefix" and adapter["delegated"] == 0 and adapter["tokens"] > 0
     assert viewed.protocol["perplexity"]["wikitext2"]["joiner"] == "\n\n"
     # per-item outcomes: one character per item, their mean is lm-eval's own metric
     for task in ("hellaswag", "boolq", "lambada"):
@@ -88,6 +90,11 @@ def test_windows_perplexity_falls_back_where_the_head_differs(monkeypatch):
     with pytest.warns(UserWarning, match="uses full logits"):
         ppl, _ = windows_perplexity(model, windows, batch_size=2)
     assert ppl == pytest.approx(expected, rel=1e-5)
+
+
+def test_unknown_adapter():
+    with pytest.raises(ValueError, match="allowed: shared-prefix, hflm"):
+        TINY.eval_config(adapter="vllm")
 
 
 def test_unknown_task():
