@@ -39,6 +39,8 @@ def test_view_equals_pruned_copy_and_is_cached(tmp_path):
     assert viewed.metrics["avg_acc"] == pytest.approx(
         (viewed.metrics["hellaswag_acc_norm"] + viewed.metrics["boolq_acc"]) / 2)
     assert viewed.protocol["zero_shot"]["lm_eval_version"]
+    adapter = viewed.protocol["zero_shot"]["adapter"]
+    assert adapter["name"] == "shared-prefix" and adapter["delegated"] == 0 and adapter["tokens"] > 0
     assert viewed.protocol["perplexity"]["wikitext2"]["joiner"] == "\n\n"
     # per-item outcomes: one character per item, their mean is lm-eval's own metric
     for task in ("hellaswag", "boolq", "lambada"):
@@ -53,6 +55,46 @@ def test_view_equals_pruned_copy_and_is_cached(tmp_path):
     redone = evaluate(model, tok, "random-llama", [1], TINY, CFG, cache_dir=tmp_path)
     assert not redone.cached and redone.metrics == viewed.metrics
     assert json.loads(entry.read_text())["removed"] == [1]
+
+
+def test_windows_perplexity_runs_the_head_in_chunks():
+    """Same perplexity in chunks of 1, 7 and all tokens; no logits larger than a chunk are made."""
+    model = random_model("llama", n_layers=2)
+    windows = torch.randint(4, 30, (5, 24), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        logits = model(windows).logits[:, :-1]
+    reference = math.exp(torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                           windows[:, 1:].reshape(-1)).item())
+    vocab = model.config.vocab_size
+    for chunk in (1, 7, 10_000):
+        rows: list[int] = []
+        hook = model.get_output_embeddings().register_forward_hook(
+            lambda m, a, out: rows.append(out.numel() // vocab))
+        try:
+            ppl, tokens = windows_perplexity(model, windows, batch_size=4, chunk_tokens=chunk)
+        finally:
+            hook.remove()
+        assert tokens == 5 * 23 and ppl == pytest.approx(reference, rel=1e-5)
+        # one call by the start-up check (its first min(64, chunk) tokens, twice), then chunks only
+        assert max(rows[2:]) == min(chunk, 4 * 23) and max(rows[:2]) <= min(chunk, 64)
+
+
+def test_windows_perplexity_falls_back_where_the_head_differs(monkeypatch):
+    from depthprune.objectives.base import OutputHead
+
+    model = random_model("llama", n_layers=2)
+    windows = torch.randint(4, 30, (3, 16), generator=torch.Generator().manual_seed(2))
+    expected, _ = windows_perplexity(model, windows, batch_size=2)
+    real = OutputHead.logits
+    monkeypatch.setattr(OutputHead, "logits", lambda self, hidden: real(self, hidden) + 1.0)  # not the model's
+    with pytest.warns(UserWarning, match="uses full logits"):
+        ppl, _ = windows_perplexity(model, windows, batch_size=2)
+    assert ppl == pytest.approx(expected, rel=1e-5)
+
+
+def test_unknown_adapter():
+    with pytest.raises(ValueError, match="allowed: shared-prefix, hflm"):
+        TINY.eval_config(adapter="vllm")
 
 
 def test_unknown_task():

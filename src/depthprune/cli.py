@@ -280,7 +280,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     profile = get_profile(args.profile or spec.profile)
     try:
         cfg = profile.eval_config(tasks=args.tasks, seq_len=args.seq_len, limit=args.limit,
-                                  batch_size=args.batch_size, lambada=not args.no_lambada,
+                                  batch_size=args.batch_size, lambada=not args.no_lambada, adapter=args.adapter,
                                   perplexity=() if args.no_perplexity else None)
     except (TypeError, ValueError) as err:
         raise UsageError(f"--tasks: {err}") from None
@@ -463,6 +463,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from depthprune.evaluate import ADAPTERS
     from depthprune.objectives import OBJECTIVES
     from depthprune.search import SEARCHERS
 
@@ -513,6 +514,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq-len", type=_positive(2), default=None, help="perplexity window length (paper 2048; tiny 256)")
     p.add_argument("--limit", type=_positive(1), default=None, help="lm-eval items per task (default all)")
     p.add_argument("--batch-size", type=_positive(1), default=None)
+    p.add_argument("--adapter", choices=ADAPTERS, default=None,
+                   help="lm-eval model: shared-prefix (default; each shared context once) or stock hflm")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the evaluation cache")
     p.add_argument("--json", default=None, metavar="FILE", help="write metrics and protocol as JSON")
     p.set_defaults(func=cmd_evaluate)

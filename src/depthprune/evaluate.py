@@ -2,10 +2,17 @@
 
 Everything runs on the model *in memory* through the reversible view
 (:func:`depthprune.masking.skip_layers`), so evaluating many removal sets needs one
-load. Zero-shot tasks go through an unpatched lm-evaluation-harness,
-``HFLM(pretrained=model, tokenizer=...)``; the tiny family's six stand-in tasks (and
+load. Zero-shot tasks go through an unpatched lm-evaluation-harness (its tasks, requests
+and metrics) with one of two lm-eval models, ``EvalConfig.adapter``: ``"shared-prefix"``
+(ours, the default: :class:`depthprune.lm_adapter.SharedPrefixLM`, lm-eval's ``HFLM`` that
+computes a context shared by several continuations once and runs the output head only where
+lm-eval reads it; equal to stock within float rounding, tested) or ``"hflm"`` (stock
+``HFLM(pretrained=model, tokenizer=...)``). The tiny family's six stand-in tasks (and
 the LAMBADA stand-in) are local YAML tasks loaded with
 ``TaskManager(include_path=..., include_defaults=False)``.
+
+Perplexities never hold a batch's full-vocabulary logits: the output head runs on a chunk
+of positions at a time (:func:`windows_perplexity`).
 
 Metrics are flat, named after the paper's tasks whatever the profile:
 ``wikitext2_ppl``, ``c4_ppl``, ``lambada_ppl``, ``lambada_acc``, ``<task>_acc``,
@@ -24,6 +31,7 @@ import logging
 import math
 import os
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -35,11 +43,14 @@ import torch
 from depthprune.data import eval_windows, load_texts
 from depthprune.env import code_fingerprint, library_versions, package_versions, write_json_atomic
 from depthprune.masking import skip_layers
+from depthprune.models import find_decoder_layers
 
 if TYPE_CHECKING:  # pragma: no cover
     from depthprune.profiles import Profile
 
 ZERO_SHOT_TASKS = ("hellaswag", "winogrande", "arc_easy", "arc_challenge", "piqa", "boolq")
+#: lm-eval models zero_shot can run: ours (shared prefixes, the default) and stock HFLM
+ADAPTERS = ("shared-prefix", "hflm")
 HEADLINE_METRIC = {"hellaswag": "acc_norm", "arc_challenge": "acc_norm"}  # acc otherwise
 
 
@@ -52,6 +63,8 @@ class EvalConfig:
     """What to evaluate and how; every field is part of the cache key and the result.
 
     The defaults are the paper's protocol; a profile's ``eval_config()`` overrides them.
+    ``adapter`` (ours) chooses the lm-eval model (:data:`ADAPTERS`); it is keyed like
+    ``batch_size``: both change only float rounding, and a cached entry says which ran.
     """
 
     tasks: tuple[str, ...] = ZERO_SHOT_TASKS
@@ -61,6 +74,11 @@ class EvalConfig:
     c4_windows: int = 256
     batch_size: int = 8
     limit: int | None = None  # lm-eval items per task (None = all)
+    adapter: str = "shared-prefix"  # lm-eval model: see ADAPTERS
+
+    def __post_init__(self) -> None:
+        if self.adapter not in ADAPTERS:
+            raise ValueError(f"unknown adapter {self.adapter!r}; allowed: {', '.join(ADAPTERS)}")
 
 
 @dataclass
@@ -77,20 +95,55 @@ class EvalResult:
 # -- perplexity ------------------------------------------------------------------------------
 
 
-def windows_perplexity(model, windows: torch.Tensor, batch_size: int) -> tuple[float, int]:
-    """Token-weighted perplexity of ``windows`` [n, T]: every predicted token counts once."""
+def windows_perplexity(model, windows: torch.Tensor, batch_size: int,
+                       chunk_tokens: int | None = None) -> tuple[float, int]:
+    """Token-weighted perplexity of ``windows`` [n, T]: every predicted token counts once.
+
+    The blocks run on a batch; the output head runs on ``chunk_tokens`` positions at a time
+    (default: :class:`~depthprune.objectives.base.OutputHead`'s, 2048), so the largest logits
+    tensor is chunk x vocabulary whatever the batch and window (a whole batch of 8 x 2048
+    tokens at a 128k vocabulary would be 8.4 GB in float32). The head is checked once against
+    the model's own logits; an architecture it does not reproduce falls back, with a warning,
+    to the model's full logits.
+    """
+    from depthprune.objectives.base import OutputHead  # here: objectives import profiles, which import us
+
     device = next(model.parameters()).device
+    decoder = find_decoder_layers(model)
+    head = OutputHead(model) if chunk_tokens is None else OutputHead(model, chunk_tokens=chunk_tokens)
     nll, count = 0.0, 0
     with torch.no_grad():
+        probe = windows[:1, : min(64, head.chunk_tokens)].to(device)
+        chunked = _head_reproduces_logits(model, decoder.owner, head, probe)
         for start in range(0, windows.shape[0], batch_size):
             ids = windows[start : start + batch_size].to(device)
-            logits = model(input_ids=ids, use_cache=False).logits[:, :-1].float()
             targets = ids[:, 1:]
-            nll += torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum"
-            ).item()
+            if chunked:
+                out = decoder.owner(input_ids=ids, use_cache=False)
+                hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+                logp = head.target_logprobs(hidden[:, :-1].reshape(-1, hidden.shape[-1]), targets.reshape(-1))
+                nll -= logp.double().sum().item()
+            else:
+                logits = model(input_ids=ids, use_cache=False).logits[:, :-1].float()
+                nll += torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum"
+                ).item()
             count += targets.numel()
     return math.exp(nll / count), count
+
+
+def _head_reproduces_logits(model, owner, head, ids: torch.Tensor) -> bool:
+    """Does final hidden state -> ``head`` give the model's own logits (on a few tokens)?"""
+    ref = model(input_ids=ids, use_cache=False).logits.float()
+    out = owner(input_ids=ids, use_cache=False)
+    mine = head.logits(out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0])
+    tol = 1e-4 if ref.dtype == torch.float32 and next(model.parameters()).dtype == torch.float32 else 5e-2
+    if torch.allclose(ref, mine, rtol=0, atol=tol * max(1.0, ref.abs().max().item())):
+        return True
+    warnings.warn(f"{type(model).__name__}: the output head does not reproduce the model's logits "
+                  f"(max diff {(ref - mine).abs().max().item():.3g}); perplexity uses full logits per batch",
+                  stacklevel=3)
+    return False
 
 
 @lru_cache(maxsize=8)
@@ -129,22 +182,44 @@ def item_outcomes(samples: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def zero_shot(model, tokenizer, profile: Profile,
-              cfg: EvalConfig) -> tuple[dict[str, float], dict[str, Any], dict[str, dict[str, str]]]:
-    """lm-eval on the in-memory model: flat metrics, what lm-eval reported, per-item outcomes."""
-    from lm_eval import simple_evaluate
-    from lm_eval.models.huggingface import HFLM
+def lm_eval_model(model, tokenizer, cfg: EvalConfig):
+    """The lm-eval model :func:`zero_shot` runs: ``cfg.adapter``, built with the same arguments either way."""
+    kwargs: dict[str, Any] = {"pretrained": model, "tokenizer": tokenizer, "batch_size": cfg.batch_size,
+                              "max_length": getattr(model.config, "max_position_embeddings", None)}
+    if cfg.adapter == "hflm":
+        from lm_eval.models.huggingface import HFLM
 
+        return HFLM(**kwargs)
+    from depthprune.lm_adapter import SharedPrefixLM
+
+    return SharedPrefixLM(**kwargs)
+
+
+def lm_eval_tasks(profile: Profile, cfg: EvalConfig) -> dict[str, str]:
+    """lm-eval task name -> the paper's task name, for the tasks ``cfg`` asks for (LAMBADA included)."""
     names = {profile.lm_eval_task(t): t for t in cfg.tasks}
     if cfg.lambada:
         names[profile.lm_eval_task("lambada")] = "lambada"
+    return names
+
+
+def run_lm_eval(lm, profile: Profile, cfg: EvalConfig) -> dict[str, Any]:
+    """lm-eval's ``simple_evaluate`` on ``lm`` with this evaluation's tasks, limit and logged samples."""
+    from lm_eval import simple_evaluate
+
+    logging.getLogger("lm-eval").setLevel(logging.WARNING)
+    return simple_evaluate(model=lm, tasks=list(lm_eval_tasks(profile, cfg)), task_manager=profile.task_manager(),
+                           limit=cfg.limit, log_samples=True, bootstrap_iters=1000, verbosity="WARNING")
+
+
+def zero_shot(model, tokenizer, profile: Profile,
+              cfg: EvalConfig) -> tuple[dict[str, float], dict[str, Any], dict[str, dict[str, str]]]:
+    """lm-eval on the in-memory model: flat metrics, what lm-eval reported, per-item outcomes."""
+    names = lm_eval_tasks(profile, cfg)
     if not names:
         return {}, {}, {}
-    logging.getLogger("lm-eval").setLevel(logging.WARNING)
-    lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=cfg.batch_size,
-              max_length=getattr(model.config, "max_position_embeddings", None))
-    out = simple_evaluate(model=lm, tasks=list(names), task_manager=profile.task_manager(), limit=cfg.limit,
-                          log_samples=True, bootstrap_iters=1000, verbosity="WARNING")
+    lm = lm_eval_model(model, tokenizer, cfg)
+    out = run_lm_eval(lm, profile, cfg)
     metrics: dict[str, float] = {}
     for lm_name, task in names.items():
         res = out["results"][lm_name]
@@ -164,6 +239,7 @@ def zero_shot(model, tokenizer, profile: Profile,
                   for name in names},
         "headline_metric": {t: profile.headline_metric(t) for t in cfg.tasks},
         "limit": cfg.limit,
+        "adapter": {"name": cfg.adapter, **(asdict(lm.stats) if hasattr(lm, "stats") else {})},
     }
     samples = out.get("samples") or {}
     items = {task: item_outcomes(samples[lm_name]) for lm_name, task in names.items() if lm_name in samples}
