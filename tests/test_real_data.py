@@ -169,3 +169,13 @@ def test_smollm2_case_file():
                 == make_objective(objective, real).params())
     assert grid.eval_config(real) == real.eval_config()
     assert grid.objective_params["margin"]["answer"] == "cloze"
+
+
+def test_shipped_task_loaders_are_what_the_builders_write():
+    """The tiny and real profiles' lm-eval ``utils.py`` are generated from one template."""
+    from depthprune.models import REAL_ASSETS, TINY_ASSETS
+    from depthprune.real.build import _UTILS
+    from depthprune.tiny.fixtures import UTILS_PY
+
+    assert (REAL_ASSETS / "tasks" / "utils.py").read_text(encoding="utf-8") == _UTILS
+    assert (TINY_ASSETS / "tasks" / "utils.py").read_text(encoding="utf-8") == UTILS_PY

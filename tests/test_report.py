@@ -97,3 +97,26 @@ def test_noise_section_judges_each_solution_against_oneshot():
     assert re.search(r"\| greedy +\| \+25\.0 +\| \[\+2\d\.\d, \+2\d\.\d\] +\| yes", text), text
     assert re.search(r"\| beam +\| same set", text)
     assert "Not measured" in "\n".join(_noise_section(A.by_condition([_cell("m", "ppl", "oneshot", [1], 1.0, 0.5)])))
+
+
+def test_a_real_profile_grid_gets_its_own_columns_section_and_single_layer_figure(tmp_path):
+    """A grid on smollm2-135m (profile real): its own task as a column (not the paper's six),
+    a section saying it is one small real model, and the single-block removal profile."""
+    import json
+
+    results = tmp_path / "results"
+    for i, s in enumerate(["oneshot", "greedy"]):
+        r = result_v2("smollm2-135m", "ppl", s, [12, 13, 25], 3.9 - 0.01 * i, budget=3, n_layers=30, grid="real",
+                      metrics={"avg_acc": 0.4 + 0.01 * i, "nextsent_acc_norm": 0.4 + 0.01 * i, "c4_ppl": 50.0})
+        r["identity"]["profile"] = "real"
+        write_result(results / "real" / f"{r['cell']}.json", r)
+    (results / "real" / "dense").mkdir()
+    (results / "real" / "dense" / "smollm2-135m.json").write_text(json.dumps({
+        "grid": "real", "model": "smollm2-135m", "metrics": {"nextsent_acc_norm": 0.6, "nextsent_acc": 0.5},
+        "objectives": {"ppl": {"dense_calibration_loss": 3.0, "prior": [3.0 + 0.1 * k for k in range(30)]}}}))
+    text = write_report([results], tmp_path / "REPORT.md").read_text()
+    table = text[text.index("### smollm2-135m · ppl · M=3"):]
+    assert "nextsent (n)" in table.splitlines()[2] and "HS (n)" not in table.splitlines()[2]
+    assert "One small real model, not the paper's." in text and "SmolLM2-135M-Instruct" in text
+    assert (tmp_path / "figures" / "single-layer-real-smollm2-135m.png").stat().st_size > 1000
+    assert "single-layer-real-smollm2-135m.png" in text

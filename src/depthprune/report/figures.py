@@ -22,6 +22,15 @@ from depthprune.report.analysis import Condition, searcher_rank  # noqa: E402
 _PNG_META = {"Software": None}  # keep files byte-stable across matplotlib versions' stamps
 
 
+def _save(fig, title: str, path: Path) -> Path:
+    """Title, lay out, write a byte-stable PNG, free the figure."""
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata=_PNG_META)
+    plt.close(fig)
+    return path
+
+
 def removal_heatmaps(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path) -> list[Path]:
     """One PNG per (grid, model, objective): layers × searchers, one panel per budget."""
     groups: dict[tuple[str, str, str], dict[int, list[dict[str, Any]]]] = defaultdict(dict)
@@ -42,12 +51,7 @@ def removal_heatmaps(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path
             ax.set_xticks(range(0, n_layers, max(1, n_layers // 8)))
             ax.set_xlabel("layer (black = removed)")
             ax.set_title(f"M={budget}", fontsize=9)
-        fig.suptitle(f"{model} · {objective}", fontsize=10)
-        fig.tight_layout()
-        path = out_dir / f"heatmap-{grid}-{model}-{objective}.png"
-        fig.savefig(path, dpi=110, metadata=_PNG_META)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save(fig, f"{model} · {objective}", out_dir / f"heatmap-{grid}-{model}-{objective}.png"))
     return written
 
 
@@ -126,10 +130,6 @@ def single_layer_profiles(dense: dict[tuple[str, str], dict[str, Any]], out_dir:
             ax.set_ylabel(f"Δ {name} loss", fontsize=8)
             ax.set_title(f"{name} (dense loss {o['dense_calibration_loss']:.3f})", fontsize=9)
         axes[-1, 0].set_xlabel("block removed alone")
-        fig.suptitle(f"{model}: single-block removal profile ({grid} grid's calibration)", fontsize=10)
-        fig.tight_layout()
-        path = out_dir / f"single-layer-{grid}-{model}.png"
-        fig.savefig(path, dpi=110, metadata=_PNG_META)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save(fig, f"{model}: single-block removal profile ({grid} grid's calibration)",
+                             out_dir / f"single-layer-{grid}-{model}.png"))
     return written

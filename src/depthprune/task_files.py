@@ -1,0 +1,36 @@
+"""The ``utils.py`` written beside a profile's local lm-eval task YAMLs.
+
+lm-eval imports that file by path (``!function utils.load_x``), so it must stand alone: no
+import of depthprune. The tiny and real builders both write it from :func:`loader_module`,
+which is the one place its loading code lives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+_LOADER = '''
+import json
+import os
+
+import datasets
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load(name):
+    splits = {}
+    for split in ("train", "validation", "test"):
+        path = os.path.join(_HERE, "data", name, split + ".jsonl")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                splits[split] = datasets.Dataset.from_list([json.loads(line) for line in f if line.strip()])
+    return datasets.DatasetDict(splits)
+'''
+
+
+def loader_module(docstring: str, loaders: Mapping[str, str], tail: str = "") -> str:
+    """Source of a standalone ``utils.py``: ``load_<key>()`` reads ``data/<value>/<split>.jsonl``."""
+    functions = "".join(f"\n\ndef load_{key}(**kwargs):\n    return _load({name!r})\n".replace("'", '"')
+                        for key, name in loaders.items())
+    return f'"""{docstring}"""\n{_LOADER}{functions}{tail}'
