@@ -27,7 +27,7 @@ def builder_fingerprint() -> str:
 
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    files = sorted(here.glob("*.py")) + sorted((TINY_ASSETS / "data").rglob("*.json*")) \
+    files = [here / "stand_ins.py", here / "datasets.py"] + sorted((TINY_ASSETS / "data").rglob("*.json*")) \
         + sorted((TINY_ASSETS / "tasks" / "data").rglob("*.jsonl"))
     for path in files:
         digest.update(path.name.encode() + hashlib.sha256(path.read_bytes()).digest())
@@ -72,6 +72,9 @@ def run(out: Path, layout: str, pytest_args: list[str]) -> int:
         print(f"rehearsal: stand-ins built in {out} ({manifest['seconds']} s)", flush=True)
     else:
         print(f"rehearsal: stand-ins in {out} are current", flush=True)
+    if not _BENCH.is_file():
+        print(f"error: {_BENCH} not found: run from a checkout (pip install -e .), where bench/ is", file=sys.stderr)
+        return 2
     env = {**os.environ, **environment(out)}
     cmd = [sys.executable, "-m", "pytest", str(_BENCH), "--rehearsal", str(out.resolve()), *pytest_args]
     return subprocess.call(cmd, env=env)
