@@ -20,3 +20,4 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA device (skips without one)")
     config.addinivalue_line("markers", "slow: long-running (full grid cells, exhaustive ground truth)")
     config.addinivalue_line("markers", "tiny: runs on the shipped tiny model family (CPU)")
+    config.addinivalue_line("markers", "rehearsal: a paper cell on stand-ins (bench/test_rehearsal.py, tox -e rehearsal)")

@@ -33,6 +33,15 @@ def pytest_addoption(parser):
     group.addoption("--objective", action="append", default=None, metavar="NAME",
                     help="only this objective's cells (repeatable; exact name)")
     group.addoption("--device", default=None, help="device for cells (default: per grid; xdist worker i -> cuda:i)")
+    group = parser.getgroup("depthprune rehearsal")
+    group.addoption("--rehearsal", default=os.environ.get("DEPTHPRUNE_REHEARSAL"), metavar="DIR",
+                    help="stand-ins built by `python -m depthprune.rehearsal build --out DIR` (env DEPTHPRUNE_REHEARSAL); "
+                    "without it bench/test_rehearsal.py skips")
+    group.addoption("--case-override", default=str(ROOT / "cases" / "rehearsal" / "ci.toml"), metavar="FILE",
+                    help="case override applied to the rehearsed grid (default cases/rehearsal/ci.toml; its [ci] "
+                    "cells are the slice run without --full-grid)")
+    group.addoption("--rehearsal-results", default=str(ROOT / "results-rehearsal"), metavar="DIR",
+                    help="results directory of rehearsal cells (never the real one)")
 
 
 def _grids(config):
@@ -58,7 +67,26 @@ def _selection(config, grids, option: str, axis: str) -> set[str] | None:
     return set(wanted)
 
 
+def _rehearsal_cells(metafunc) -> None:
+    """Parametrise ``rehearsal_cell``: the cells of the overridden grid (its [ci] slice unless --full-grid)."""
+    from depthprune.grid.cases import apply_override, load_grid, tomllib
+
+    config = metafunc.config
+    override = Path(config.getoption("--case-override"))
+    name = tomllib.loads(override.read_text()).get("override", {}).get("grid", "paper")
+    grid = apply_override(load_grid(Path(config.getoption("--cases")) / f"{name}.toml"), override)
+    params = []
+    for cell in grid.cells():
+        marks = [pytest.mark.xdist_group(f"rehearsal/{cell.group}")]
+        if cell.id not in grid.ci_cells:
+            marks.append(pytest.mark.grid_extra)
+        params.append(pytest.param((grid, cell), id=cell.id, marks=marks))
+    metafunc.parametrize("rehearsal_cell", params)
+
+
 def pytest_generate_tests(metafunc):
+    if "rehearsal_cell" in metafunc.fixturenames:
+        _rehearsal_cells(metafunc)
     if "grid_cell" not in metafunc.fixturenames:
         return
     config = metafunc.config

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
+import os
+import warnings
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +140,54 @@ def test_cloze_ending_with_one_underscore_in_the_stem_is_not_a_blank():
     item = parse_commonsense_record(record, answer="cloze")
     assert item.prompt == "Call sys.exc_info() to get the exception."
     assert item.choices == (" It returns a tuple.", " Birds fly.") and item.gold == 0
+
+
+def _hub_snapshot(hub: Path, repo_id: str, name: str, data: bytes) -> None:
+    """One dataset file in the Hub cache's layout (refs/main -> snapshots/<rev>/<name> -> blobs/<sha256>)."""
+    repo = hub / f"datasets--{repo_id.replace('/', '--')}"
+    blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
+    blob.parent.mkdir(parents=True)
+    blob.write_bytes(data)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0" * 40)
+    link = repo / "snapshots" / ("0" * 40) / name
+    link.parent.mkdir(parents=True)
+    os.symlink(os.path.relpath(blob, link.parent), link)
+
+
+def test_c4_shard_in_the_hub_cache_is_read_offline(tmp_path, monkeypatch):
+    """Offline, datasets cannot load ``allenai/c4`` with ``data_files`` even when the shard is on disk
+    (huggingface/datasets#6837); the paper profile's own source now reads the Hub cache's shard."""
+    import datasets
+    import huggingface_hub.constants
+
+    from depthprune.data import DataUnavailable, load_records
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "datasets")
+    src = PAPER.sources["c4_train"]
+    with pytest.raises(DataUnavailable, match="allenai/c4"):
+        load_records(src)  # nothing cached: the error names the Hub id
+    rows = [{"text": f"doc {i}", "timestamp": "2019-04-25T12:57:54Z", "url": f"https://x.invalid/{i}"}
+            for i in range(3)]
+    _hub_snapshot(tmp_path / "hub", src.path, src.data_files["train"],
+                  gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode(), mtime=0))
+    assert [r["text"] for r in load_records(PAPER.source("c4_train"))] == ["doc 0", "doc 1", "doc 2"]
+    with pytest.raises(DataUnavailable, match="allenai/c4"):
+        load_records(PAPER.sources["c4_validation"])  # another shard, not cached
+
+
+def test_eval_windows_records_a_shortfall():
+    """Fewer windows than asked (C4's 1100-document prefix with a large vocabulary) warn and are recorded."""
+    from depthprune.data import eval_windows
+    from tests.fixtures import char_tokenizer
+
+    tok = char_tokenizer()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        windows, protocol = eval_windows(["abcdefghij"] * 3, tok, 8, joiner=" ", max_windows=10)
+    assert windows.shape == (4, 8) and protocol.n_samples == 4
+    assert protocol.extra == {"requested_windows": 10, "text_tokens": 33}
+    assert any("fewer than the 10 asked for" in str(w.message) for w in caught)
+    _, full = eval_windows(["abcdefghij"] * 3, tok, 8, joiner=" ", max_windows=2)
+    assert full.n_samples == 2 and full.extra["requested_windows"] == 2

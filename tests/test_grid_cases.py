@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from depthprune.grid.cases import CaseFileError, load_grid, load_grids
+from depthprune.grid.cases import CaseFileError, apply_override, load_grid, load_grids
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -153,3 +153,31 @@ def test_a_block_that_repeats_a_cell_is_refused(tmp_path):
     text = GOOD + '\n[[cells]]\nsearchers = ["oneshot"]\n'
     with pytest.raises(CaseFileError, match="defined twice"):
         load_grid(_write(tmp_path, text))
+
+def test_rehearsal_overrides_change_sizes_not_cells():
+    paper = load_grid(ROOT / "cases" / "paper.toml")
+    for name in ("ci.toml", "full-shape.toml"):
+        grid = apply_override(paper, ROOT / "cases" / "rehearsal" / name)
+        assert [c.id for c in grid.cells()] == [c.id for c in paper.cells()]
+        assert grid.device == "cpu" and grid.dtype == paper.dtype == "bfloat16" and grid.batch_size == 8
+        assert grid.searchers == paper.searchers and grid.budgets == paper.budgets
+        assert set(grid.ci_cells) <= {c.id for c in grid.cells()} and grid.ci_cells
+        assert grid.override == ROOT / "cases" / "rehearsal" / name
+    full = apply_override(paper, ROOT / "cases" / "rehearsal" / "full-shape.toml")
+    assert full.objective_params == paper.objective_params, "full shape: the paper's calibration sizes"
+    assert {k: v for k, v in full.evaluation.items() if k != "batch_size"} == \
+        {k: v for k, v in paper.evaluation.items() if k != "batch_size"}
+
+
+@pytest.mark.parametrize("text, match", [
+    ('[override]\ngrid = "tiny"\n', "must name the grid it overrides"),
+    ('[override]\ngrid = "paper"\n[grid]\nmodels = ["tiny-llama3"]\n', "may not change it"),
+    ('[override]\ngrid = "paper"\n[objective.ppl]\nn_sample = 2\n', "unknown parameter"),
+    ('[override]\ngrid = "paper"\n[ci]\ncells = ["nope-M7"]\n', "is not a cell of this grid"),
+    ('[override]\ngrid = "paper"\n[bogus]\nx = 1\n', "unknown section"),
+])
+def test_bad_overrides_are_refused_by_name(tmp_path, text, match):
+    path = tmp_path / "o.toml"
+    path.write_text(text)
+    with pytest.raises(CaseFileError, match=match):
+        apply_override(load_grid(ROOT / "cases" / "paper.toml"), path)

@@ -17,13 +17,13 @@ from __future__ import annotations
 import os
 import random
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
-
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,15 @@ class DataUnavailable(RuntimeError):
 
 
 def load_records(source: TextSource) -> list[dict[str, Any]]:
-    """All records (dicts) of a source, first ``limit`` only if set."""
+    """All records (dicts) of a source, first ``limit`` only if set.
+
+    A Hub dataset named with ``data_files`` (C4's shards) that ``datasets`` cannot load is read
+    from the Hub cache's copy of those files, with the builder their extension implies (the one
+    ``datasets`` infers online). Offline, ``datasets`` cannot reuse even its own cache of such a
+    load: the cache is keyed by the data files as resolved online (``hf://...@<commit>``), the
+    offline lookup by the files as given (huggingface/datasets#6837, open), so a node that
+    downloaded C4 and then went offline would fail here although the shard is on its disk.
+    """
     import datasets
 
     if source.path == "json" and source.data_files is not None:
@@ -60,8 +68,42 @@ def load_records(source: TextSource) -> list[dict[str, Any]]:
     try:
         ds = datasets.load_dataset(source.path, source.name, data_files=source.data_files, split=split)
     except Exception as err:  # noqa: BLE001 - datasets raises many types for "not reachable"
-        raise DataUnavailable(f"cannot load {source.describe()}: {type(err).__name__}: {err}") from err
+        cached = hub_cache_files(source)
+        if cached is None:
+            raise DataUnavailable(f"cannot load {source.describe()}: {type(err).__name__}: {err}") from err
+        builder, files = cached
+        try:
+            ds = datasets.load_dataset(builder, data_files=files, split=split)
+        except Exception as err2:  # noqa: BLE001
+            raise DataUnavailable(f"cannot load {source.describe()} (nor its Hub-cache files {files}): "
+                                  f"{type(err2).__name__}: {err2}") from err
     return list(ds)
+
+
+_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv", ".txt": "text"}
+
+
+def hub_cache_files(source: TextSource) -> tuple[str, dict[str, str]] | None:
+    """``(builder, {split: local path})`` of a Hub dataset's ``data_files`` in the Hub cache, or None
+    (not a Hub id with relative data files, a file not cached, or no builder for its extension)."""
+    if source.path.count("/") != 1 or not isinstance(source.data_files, dict):
+        return None
+    from huggingface_hub import hf_hub_download
+
+    files, builders = {}, set()
+    for split, name in source.data_files.items():
+        if not isinstance(name, str) or "://" in name:
+            return None
+        plain = Path(name).with_suffix("") if Path(name).suffix in (".gz", ".bz2", ".xz", ".zst") else Path(name)
+        builder = _BUILDERS.get(plain.suffix)
+        if builder is None:
+            return None
+        try:
+            files[split] = hf_hub_download(source.path, name, repo_type="dataset", local_files_only=True)
+        except Exception:  # noqa: BLE001 - not in the cache
+            return None
+        builders.add(builder)
+    return (builders.pop(), files) if len(builders) == 1 else None
 
 
 def load_texts(source: TextSource) -> list[str]:
@@ -179,16 +221,26 @@ def eval_windows(
     joiner: str = "\n\n",
     max_windows: int | None = None,
 ) -> tuple[torch.Tensor, WindowProtocol]:
-    """Join, tokenise once, cut non-overlapping ``seq_len`` windows (the tail is dropped)."""
+    """Join, tokenise once, cut non-overlapping ``seq_len`` windows (the tail is dropped).
+
+    Where the text holds fewer than ``max_windows`` windows (GPTQ's C4 protocol takes 256 x 2048
+    tokens from the first 1100 validation documents, which a tokenizer with a large vocabulary
+    may not reach), the windows there are used, as GPTQ does, but never silently: a warning,
+    and the protocol records ``requested_windows`` beside the ``n_samples`` actually cut.
+    """
     ids = tokenizer(joiner.join(texts))["input_ids"]
     n = len(ids) // seq_len
+    if max_windows is not None and n < max_windows:
+        warnings.warn(f"the evaluation text holds {n} windows of {seq_len} tokens ({len(ids)} tokens), "
+                      f"fewer than the {max_windows} asked for; using {n}", stacklevel=2)
     if max_windows is not None:
         n = min(n, max_windows)
     if n == 0:
         raise DataUnavailable(f"text has {len(ids)} tokens, fewer than one window of {seq_len}")
     windows = torch.tensor(ids[: n * seq_len], dtype=torch.long).view(n, seq_len)
+    extra = {"requested_windows": max_windows, "text_tokens": len(ids)} if max_windows is not None else {}
     protocol = WindowProtocol("contiguous", seq_len, n, joiner=joiner, stride=seq_len,
-                              bos="tokenizer default, once at the start of the joined text")
+                              bos="tokenizer default, once at the start of the joined text", extra=extra)
     return windows, protocol
 
 

@@ -43,8 +43,8 @@ import torch
 from depthprune.env import code_fingerprint, environment, library_versions, write_json_atomic
 from depthprune.masking import prune_layers
 from depthprune.evaluate import EvalConfig, EvalResult, evaluate
-from depthprune.models import (ModelSpec, is_stand_in, load_model, locate, resolve, resolve_device, resolve_dtype,
-                               weights_file_in)
+from depthprune.models import (STAND_IN_MARKER, ModelSpec, is_stand_in, load_model, locate, resolve, resolve_device,
+                               resolve_dtype, weights_file_in)
 from depthprune.objectives import Objective, make_objective
 from depthprune.profiles import Profile, get_profile
 from depthprune.result import SCHEMA, Identity, fingerprint, to_json
@@ -307,4 +307,7 @@ def save_pruned(session: Session, result: dict[str, Any], out_dir: str | Path) -
     session.model.save_pretrained(out)
     session.tokenizer.save_pretrained(out)
     write_json_atomic(out / "depthprune.json", to_json(result))
+    if session.stand_in:  # a pruned stand-in is still a stand-in: it must never load as a real checkpoint
+        write_json_atomic(out / STAND_IN_MARKER, {"pruned_from": session.spec.id, "weights": session.weights,
+                                                  "removed": list(result["removed"])})
     return out

@@ -135,6 +135,7 @@ class Grid:
     kind: str = "main"  # "controls": varies the main grid ``compare_with``; reported apart
     compare_with: str | None = None
     blocks: tuple[dict[str, Any], ...] = ()  # the [[cells]] tables, validated
+    override: Path | None = None  # a case override applied on top of ``path`` (apply_override)
 
     def cells(self) -> list[Cell]:
         cells = [
@@ -181,8 +182,9 @@ def _block_cells(grid: Grid, block: dict[str, Any]) -> list[Cell]:
 
 _BLOCK_KEYS = {"models": list, "objectives": list, "searchers": list, "budgets": list, "variant": str,
                "search_params": dict, "objective_params": dict, "calibration_seeds": list, "description": str}
-_GRID_KEYS = {"name": str, "kind": str, "compare_with": str, "description": str, "models": list, "objectives": list, "searchers": list,
-              "budgets": list, "seeds": list, "markers": list, "device": str, "dtype": str, "batch_size": int}
+_GRID_KEYS = {"name": str, "kind": str, "compare_with": str, "description": str, "models": list, "objectives": list,
+              "searchers": list, "budgets": list, "seeds": list, "markers": list, "device": str, "dtype": str,
+              "batch_size": int}
 _REQUIRED = ("name", "models", "objectives", "searchers", "budgets")
 _SECTIONS = ("grid", "objective", "searcher", "evaluation", "tolerance", "ci", "cells")
 
@@ -201,18 +203,25 @@ def _check_params(path: Path, section: str, name: str, params: Any, allowed: set
     return dict(params)
 
 
+def _read_toml(path: Path, what: str = "case file") -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise CaseFileError(f"{path}: no such {what}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise CaseFileError(f"{path}: not valid TOML: {err}") from None
+
+
 def load_grid(path: str | Path) -> Grid:
     """Read and validate one case file."""
+    path = Path(path)
+    return _grid_from_raw(path, _read_toml(path))
+
+
+def _grid_from_raw(path: Path, raw: dict[str, Any]) -> Grid:
     from depthprune.objectives import OBJECTIVES
     from depthprune.search import SEARCHERS
 
-    path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise CaseFileError(f"{path}: no such case file") from None
-    except tomllib.TOMLDecodeError as err:
-        raise CaseFileError(f"{path}: not valid TOML: {err}") from None
     for section in raw:
         if section not in _SECTIONS:
             raise _fail(path, f"[{section}]", f"unknown section; allowed: {', '.join(_SECTIONS)}")
@@ -345,6 +354,62 @@ def _check_blocks(path: Path, raw: Any, g: dict[str, Any], objective_params: dic
                           block.get("objective_params", {}), allowed)
         blocks.append(dict(block))
     return tuple(blocks)
+
+#: what a case override may change in ``[grid]``: where and how cells run, never the axes
+OVERRIDE_GRID_KEYS = ("device", "dtype", "batch_size")
+
+
+def apply_override(grid: Grid, override: str | Path) -> Grid:
+    """``grid`` with a case override applied: a TOML file that names the grid it changes and
+    replaces parameters, never axes, so its cells are the grid's cells.
+
+        [override]
+        grid = "paper"            # must be grid.name
+        [grid]
+        device = "cpu"            # only device, dtype, batch_size
+        [objective.ppl]           # merged key by key into the grid's tables
+        n_samples = 4
+        [evaluation]
+        limit = 8
+        [ci]
+        cells = [...]             # replaces the grid's CI slice
+
+    Validated exactly as a case file (the merged tables go through :func:`load_grid`'s checks).
+    Used by rehearsals (``cases/rehearsal/``), which shrink sizes and run a GPU grid on a CPU.
+    """
+    path = Path(override)
+    raw = _read_toml(path, "case override")
+    head = raw.pop("override", None)
+    if not isinstance(head, dict) or head.get("grid") != grid.name:
+        raise _fail(path, "[override] grid", f"must name the grid it overrides ({grid.name!r}), "
+                                             f"got {None if not isinstance(head, dict) else head.get('grid')!r}")
+    unknown = sorted(set(head) - {"grid", "description"})
+    if unknown:
+        raise _fail(path, f"[override] {unknown[0]}", "unknown field; allowed: grid, description")
+    for key in raw.get("grid", {}):
+        if key not in OVERRIDE_GRID_KEYS:
+            raise _fail(path, f"[grid] {key}", f"an override may not change it; allowed: {', '.join(OVERRIDE_GRID_KEYS)}")
+    merged = _read_toml(grid.path)
+    for section, table in raw.items():
+        if section not in _SECTIONS:
+            raise _fail(path, f"[{section}]", f"unknown section; allowed: override, {', '.join(_SECTIONS)}")
+        if not isinstance(table, dict):
+            raise _fail(path, f"[{section}]", "must be a table")
+        if section == "ci":
+            merged["ci"] = dict(table)
+        elif section in ("objective", "searcher"):
+            for name, params in table.items():
+                if not isinstance(params, dict):
+                    raise _fail(path, f"[{section}.{name}]", "must be a table of parameters")
+                merged.setdefault(section, {}).setdefault(name, {}).update(params)
+        else:
+            merged.setdefault(section, {}).update(table)
+    try:
+        out = _grid_from_raw(grid.path, merged)
+    except CaseFileError as err:
+        raise CaseFileError(f"{path} applied to {err}") from None
+    label = head.get("description") or path.stem
+    return Grid(**{**out.__dict__, "override": path, "description": f"{out.description} [override: {label}]"})
 
 
 def load_grids(directory: str | Path) -> list[Grid]:

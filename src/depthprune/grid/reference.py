@@ -35,7 +35,13 @@ def _comparable(metrics: dict[str, float]) -> dict[str, float]:
     return {k: v for k, v in metrics.items() if not k.endswith("_stderr")}
 
 
+def _made_on_stand_in(result: dict[str, Any]) -> bool:
+    return bool((result.get("identity") or {}).get("stand_in", result.get("stand_in", False)))
+
+
 def make_reference(result: dict[str, Any], tolerance: Tolerance, command: str) -> dict[str, Any]:
+    if _made_on_stand_in(result):
+        raise ValueError(f"{result.get('cell')}: made on a rehearsal stand-in; a stand-in result is never a reference")
     return {
         "cell": result["cell"],
         "kind": "measured",
@@ -81,6 +87,9 @@ def compare(result: dict[str, Any], reference: dict[str, Any]) -> tuple[list[str
     """(problems, notes): the cell passes when ``problems`` is empty."""
     problems: list[str] = []
     notes: list[str] = []
+    if _made_on_stand_in(result):
+        return [f"made on a rehearsal stand-in ({(result.get('identity') or {}).get('weights')}): "
+                "never compared with a reference (bench/test_rehearsal.py checks invariants)"], notes
     got = sorted(result["removed"])
     if reference.get("kind") == "public-source":
         overlap = reference["removed_overlap"]

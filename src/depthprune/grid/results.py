@@ -24,7 +24,7 @@ from typing import Any
 from depthprune.env import write_json_atomic
 from depthprune.result import REQUIRED_FIELDS, ResultError, read_result, to_json
 
-__all__ = ["ResultError", "cell_path", "dense_path", "iter_dense", "iter_results", "load_finished",
+__all__ = ["STAND_IN_DIR_MARKER", "ResultError", "claim_results_dir", "cell_path", "dense_path", "iter_dense", "iter_results", "load_finished",
            "read_result", "write_result"]
 
 
@@ -34,6 +34,32 @@ def cell_path(results_dir: str | Path, grid: str, cell_id: str) -> Path:
 
 def dense_path(results_dir: str | Path, grid: str, model: str) -> Path:
     return Path(results_dir) / grid / "dense" / f"{model}.json"
+
+
+#: present in ``<results>/<grid>/`` when it holds results made on stand-ins (a rehearsal)
+STAND_IN_DIR_MARKER = ".stand-ins"
+
+
+def claim_results_dir(directory: str | Path, stand_in: bool) -> None:
+    """Keep real and stand-in results apart: a grid's results directory holds one kind only.
+
+    A rehearsal marks its directory (:data:`STAND_IN_DIR_MARKER`); a real run refuses a marked
+    directory and a rehearsal refuses one that already holds real results, so nothing a rehearsal
+    writes sits where a real run resumes or a report reads real results.
+    """
+    directory = Path(directory)
+    marker = directory / STAND_IN_DIR_MARKER
+    if not stand_in:
+        if marker.is_file():
+            raise ResultError(f"{directory} holds stand-in (rehearsal) results; write real results elsewhere")
+        return
+    if not marker.is_file():
+        real = [p for p in directory.glob("*.json") if not p.name.startswith(".")] if directory.is_dir() else []
+        if real:
+            raise ResultError(f"{directory} already holds {len(real)} results not marked as stand-ins "
+                              f"(e.g. {real[0].name}); rehearsal results need a directory of their own")
+        directory.mkdir(parents=True, exist_ok=True)
+        marker.write_text("results made on rehearsal stand-ins (depthprune.rehearsal): never real results\n")
 
 
 def write_result(path: str | Path, result: dict[str, Any]) -> None:
@@ -78,10 +104,14 @@ def iter_results(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator
         yield data
 
 
-def iter_dense(dirs: Iterable[str | Path]) -> Iterator[dict[str, Any]]:
+def iter_dense(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator[dict[str, Any]]:
+    """Every dense-model file under ``dirs``; those made on stand-ins only if ``stand_in`` (as
+    :func:`iter_results`: a rehearsal's dense metrics must never stand for a real model's)."""
     for d in dirs:
         for path in sorted(Path(d).rglob("dense/*.json")):
             try:
-                yield json.loads(path.read_text())
+                data = json.loads(path.read_text())
             except json.JSONDecodeError:
                 continue
+            if bool(data.get("stand_in", False)) == stand_in:
+                yield data

@@ -17,7 +17,7 @@ import torch
 
 from depthprune.env import write_json_atomic
 from depthprune.grid.cases import Cell, Grid
-from depthprune.grid.results import cell_path, dense_path, load_finished, write_result
+from depthprune.grid.results import cell_path, claim_results_dir, dense_path, load_finished, write_result
 from depthprune.models import MODELS, WeightsUnavailable, is_stand_in, locate, resolve_dtype, weights_file_in
 from depthprune.objectives import make_objective
 from depthprune.profiles import get_profile
@@ -29,6 +29,10 @@ from depthprune.weights import fingerprint as weights_fingerprint
 
 class CellSkipped(Exception):
     """The cell cannot run here (no weights, no GPU); the message says why."""
+
+
+class StandInMismatch(RuntimeError):
+    """A real grid run found stand-in weights under a real id, or a rehearsal found real ones."""
 
 
 def cell_device(grid: Grid, preferred: str | None = None) -> str:
@@ -94,10 +98,12 @@ def expected_settings(grid: Grid, cell: Cell, device: str, weights_dir: str) -> 
 class GridRunner:
     """Runs or resumes cells; keeps one model loaded at a time."""
 
-    def __init__(self, results_dir: str | Path, device: str | None = None, redo: bool = False) -> None:
+    def __init__(self, results_dir: str | Path, device: str | None = None, redo: bool = False,
+                 stand_in: bool = False) -> None:
         self.results_dir = Path(results_dir)
         self.device = device
         self.redo = redo
+        self.stand_in = stand_in  # a rehearsal runner: runs stand-ins only, into a directory of their own
         self._session: tuple[str, str, Session] | None = None
         self._dense: dict[tuple[str, str], Any] = {}
         self.ran: list[str] = []
@@ -117,6 +123,13 @@ class GridRunner:
     def result(self, grid: Grid, cell: Cell) -> dict[str, Any]:
         """The cell's result: the stored one if finished with the same settings, else a new run."""
         weights_dir = check_runnable(grid, cell, self.device)
+        if is_stand_in(weights_dir) != self.stand_in:
+            raise StandInMismatch(
+                f"{cell.id}: {weights_dir} is {'a' if is_stand_in(weights_dir) else 'not a'} rehearsal stand-in, "
+                f"but this runner writes {'stand-in' if self.stand_in else 'real'} results "
+                + ("(unset HF_HOME / DEPTHPRUNE_MODELS_DIR of the rehearsal, or run bench/test_rehearsal.py)"
+                   if not self.stand_in else "(build the stand-ins and point the environment at them)"))
+        claim_results_dir(self.results_dir / grid.name, self.stand_in)
         device = cell_device(grid, self.device)
         path = cell_path(self.results_dir, grid.name, cell.id)
         if not self.redo:
@@ -150,7 +163,8 @@ class GridRunner:
             self._dense[key] = session.evaluate((), eval_config, cache_dir=self.eval_cache(grid))
         path = dense_path(self.results_dir, grid.name, session.spec.id)
         write_json_atomic(path, {
-            "grid": grid.name, "model": session.spec.id, "weights": session.weights, "n_layers": session.n_layers,
+            "grid": grid.name, "model": session.spec.id, "weights": session.weights, "stand_in": session.stand_in,
+            "n_layers": session.n_layers,
             "metrics": self._dense[key].metrics, "item_outcomes": self._dense[key].items,
             "load_seconds": session.load_seconds,
             "objectives": {c.name: {"objective_params": c.objective.params(), "dense_calibration_loss": c.dense_loss,
