@@ -34,3 +34,30 @@ def loader_module(docstring: str, loaders: Mapping[str, str], tail: str = "") ->
     functions = "".join(f"\n\ndef load_{key}(**kwargs):\n    return _load({name!r})\n".replace("'", '"')
                         for key, name in loaders.items())
     return f'"""{docstring}"""\n{_LOADER}{functions}{tail}'
+
+
+_LAMBADA = """tag:
+  - {name}_group
+task: {name}
+custom_dataset: !function utils.load_lambada
+output_type: loglikelihood
+test_split: test
+doc_to_text: "{{{{text.split(' ')[:-1]|join(' ')}}}}"
+doc_to_target: "{{{{' '+text.split(' ')[-1]}}}}"
+should_decontaminate: true
+doc_to_decontamination_query: "{{{{text}}}}"
+metric_list:
+  - metric: perplexity
+    aggregation: perplexity
+    higher_is_better: false
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+metadata:
+  version: 1.0
+"""
+
+
+def lambada_task(name: str, header: str) -> str:
+    """A LAMBADA-style task YAML (lm-eval's lambada_openai.yaml, on local data read by utils.py)."""
+    return header + _LAMBADA.format(name=name)

@@ -29,7 +29,7 @@ import json
 import random
 from pathlib import Path
 
-from depthprune.task_files import loader_module
+from depthprune.task_files import lambada_task, loader_module
 
 from . import corpus as C
 from . import items as I
@@ -167,26 +167,7 @@ doc_to_decontamination_query: passage
 """ + _METRICS_ACC + """metadata:
   version: 2.0
 """,
-    "tiny_lambada": _HEADER.format(real="lambada/lambada_openai.yaml") + """tag:
-  - tiny_lambada_group
-task: tiny_lambada
-custom_dataset: !function utils.load_lambada
-output_type: loglikelihood
-test_split: test
-doc_to_text: "{{text.split(' ')[:-1]|join(' ')}}"
-doc_to_target: "{{' '+text.split(' ')[-1]}}"
-should_decontaminate: true
-doc_to_decontamination_query: "{{text}}"
-metric_list:
-  - metric: perplexity
-    aggregation: perplexity
-    higher_is_better: false
-  - metric: acc
-    aggregation: mean
-    higher_is_better: true
-metadata:
-  version: 1.0
-""",
+    "tiny_lambada": lambada_task("tiny_lambada", _HEADER.format(real="lambada/lambada_openai.yaml")),
 }
 
 UTILS_PY = loader_module(
