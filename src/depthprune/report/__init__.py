@@ -203,7 +203,11 @@ def _real_section(results: list[dict[str, Any]], dense: dict[tuple[str, str], di
                   f"{card.get('parameters', '?'):,} parameters, {card.get('layers', rows[0]['n_layers'])} blocks "
                   f"(the paper's models: 8B, 32–36 blocks). Its phenomena are this model's; they neither confirm "
                   "nor refute the paper's numbers, only whether its claims can be seen in a real pretrained "
-                  f"network on this grid's small calibration sets. {len(rows)} cells.", ""]
+                  f"network on this grid's small calibration sets. {len(rows)} cells here — searchers "
+                  f"{', '.join(sorted({r['search'] for r in rows}, key=A.searcher_rank))}, objectives "
+                  f"{', '.join(sorted({r['objective'] for r in rows}))}, M = "
+                  f"{', '.join(str(b) for b in sorted({r['budget'] for r in rows}))}; its verdicts above rest on "
+                  "these cells only.", ""]
         lines += [f"- {text}" for text in card.get("implications", [])]
         measured = card.get("measured", {}).get("tasks", {}).get("tasks", {})
         d = dense.get((grid, model), {}).get("metrics", {})
