@@ -159,11 +159,11 @@ class Calibration:
         (results and counts are the same either way; only this process's work shrinks).
         """
         instance = get_searcher(searcher, progress=progress, **(params or {}))
-        singles_known = {frozenset([i]): loss for i, loss in enumerate(self.prior)}
-        shared = {s: loss for s, (loss, _) in self.memo.items()} if share_memo else {}
-        known = {**shared, **singles_known} if use_prior else {**shared}
-        if not use_prior:  # a searcher without the prior pays for every single it asks for
-            known = {s: v for s, v in known.items() if s not in singles_known}
+        # Singles never come from the shared memo: with the prior they are the prior (charged as
+        # such), without it the searcher pays for every single it asks for.
+        shared = {s: loss for s, (loss, _) in self.memo.items() if len(s) != 1} if share_memo else {}
+        prior_singles = {frozenset([i]): loss for i, loss in enumerate(self.prior)} if use_prior else {}
+        known = {**shared, **prior_singles}
         fork = self.scorer.fork(known=known)
         torch.manual_seed(seed)
         result = instance.search(n_layers=fork.n_layers, budget=budget, score=fork, seed=seed,
@@ -174,7 +174,7 @@ class Calibration:
         replay = replay_cost([*singles, *fork.requests], losses, fork.n_layers, fork.cache.keep_best,
                              final_norm=fork.final_norm is not None, prefix_cache=fork.prefix_cache)
         prior_seconds = self.prior_seconds if charged_prior else 0.0
-        reused = {s for s in fork.requests if isinstance(s, frozenset) and s in shared and s not in fork.set_seconds}
+        reused = {s for s in fork.requests if s in shared}  # in the fork's memo from the start: never run here
         shared_seconds = sum(self.memo[s][1] for s in reused)
         for s, sec in fork.set_seconds.items():
             self.memo.setdefault(s, (fork.memo[s], sec))
