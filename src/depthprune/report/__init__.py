@@ -19,28 +19,13 @@ from tabulate import tabulate
 
 from depthprune.grid.results import iter_dense, iter_results
 from depthprune.report import analysis as A
+from depthprune.report.cells import fmt as _f, layers as _layers, pct as _pct
 from depthprune.report.claims import render_claims
 from depthprune.report.controls import is_control, render_controls
 
 PPL_SHORT = {"wikitext2": "wiki2"}
 TASK_SHORT = {"hellaswag": "HS", "winogrande": "WG", "arc_easy": "ARC-e", "arc_challenge": "ARC-c",
               "piqa": "PIQA", "boolq": "BoolQ"}
-
-
-def _f(value: Any, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
-
-
-def _layers(removed: Sequence[int]) -> str:
-    return ",".join(map(str, sorted(removed)))
 
 
 def _profile(rows: Sequence[dict[str, Any]]):

@@ -18,6 +18,7 @@ from typing import Any
 from tabulate import tabulate
 
 from depthprune.report import analysis as A
+from depthprune.report.cells import fmt as _f, layers as _layers, pct as _pct
 
 Key = tuple[str, str, str, int]  # model, objective, searcher, budget
 
@@ -37,22 +38,8 @@ def _index(rows: Sequence[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
             if r.get("variant", "default") == "default" and not _extra_seed(r)}
 
 
-def _f(v: Any, digits: int = 3) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "–"
-    return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
-
-
 def _acc(r: dict[str, Any] | None) -> float | None:
     return None if r is None else r.get("metrics", {}).get("avg_acc")
-
-
-def _pct(v: float | None) -> str:
-    return "–" if v is None else f"{100 * v:.1f}"
-
-
-def _layers(s: Sequence[int]) -> str:
-    return ",".join(map(str, sorted(s)))
 
 
 def _table(rows: list[list[Any]], headers: list[str]) -> str:
