@@ -195,6 +195,10 @@ PARAM_VARIANTS: dict[str, st.SearchStrategy[dict]] = {
             }
         ),
     ),
+    "rank": st.one_of(
+        st.just({}),
+        st.fixed_dictionaries({"q": st.one_of(st.sampled_from([0.0, 0.5, 1.0]), st.floats(0.0, 1.0))}),
+    ),
     "fbs": st.one_of(
         st.just({}),
         st.fixed_dictionaries(

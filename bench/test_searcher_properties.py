@@ -255,6 +255,23 @@ def test_cbo_is_exact_on_quadratic_objectives(p: Problem) -> None:
 
 
 # --------------------------------------------------------------------------------------
+# rank: the set at the q-quantile of an independently sorted enumeration
+# --------------------------------------------------------------------------------------
+@pytest.mark.skipif("rank" not in SEARCHERS, reason="rank not registered")
+@settings(PROFILE, max_examples=examples(1.0))
+@given(p=problems(), q=st.floats(0.0, 1.0))
+def test_rank_returns_the_quantile_of_all_sets(p: Problem, q: float) -> None:
+    cands = [i for i in range(p.n_layers) if i not in p.protected]
+    everything = sorted((rank(p.f(frozenset(c))), c) for c in itertools.combinations(cands, p.budget))
+    finite = [e for e in everything if math.isfinite(e[0])] or everything
+    r, _ = run_search("rank", {"q": q}, p)
+    want_loss, want_set = finite[round(q * (len(finite) - 1))]
+    assert r.removed == want_set and rank(r.loss) == want_loss, f"rank q={q}: {r.removed}, want {want_set}"
+    lower, _ = run_search("rank", {"q": 0.0}, p)
+    assert rank(lower.loss) <= rank(r.loss), "a lower quantile has a higher loss"
+
+
+# --------------------------------------------------------------------------------------
 # Invalid arguments: a clear ValueError before anything is scored
 # --------------------------------------------------------------------------------------
 @st.composite
