@@ -149,6 +149,38 @@ def test_bad_cell_blocks_say_where_and_what(tmp_path, old, new, message):
     assert str(tmp_path) in str(err.value)
 
 
+PANEL = GOOD + """
+[[cells]]
+searchers = ["rank"]
+budgets = [3]
+variants = { r01 = { q = 0.04 }, r02 = { q = 0.08 } }
+"""
+
+
+def test_one_block_may_name_several_variants(tmp_path):
+    from depthprune.grid.runner import search_params
+
+    grid = load_grid(_write(tmp_path, PANEL))
+    cells = {c.id: c for c in grid.cells() if c.search == "rank"}
+    assert sorted(cells) == ["tiny-llama3-margin-rank.r01-M3", "tiny-llama3-margin-rank.r02-M3",
+                             "tiny-llama3-ppl-rank.r01-M3", "tiny-llama3-ppl-rank.r02-M3"]
+    assert search_params(grid, cells["tiny-llama3-ppl-rank.r02-M3"])["q"] == 0.08
+    assert cells["tiny-llama3-ppl-rank.r02-M3"].group == "tiny-llama3/ppl"  # shares exhaustive's memo
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("variants = {", 'variant = "x"\nvariants = {', "not both"),
+    ("r01 = { q = 0.04 }", "default = { q = 0.04 }", "needs a name"),
+    ("r01 = { q = 0.04 }", "r01 = { qq = 0.04 }", "qq"),
+    ("r01 = { q = 0.04 }", "r01 = 0.04", "must be a table"),
+])
+def test_bad_variants_say_where_and_what(tmp_path, old, new, message):
+    assert old in PANEL
+    with pytest.raises(CaseFileError, match=message) as err:
+        load_grid(_write(tmp_path, PANEL.replace(old, new, 1)))
+    assert str(tmp_path) in str(err.value) and "variants" in str(err.value)
+
+
 def test_a_block_that_repeats_a_cell_is_refused(tmp_path):
     text = GOOD + '\n[[cells]]\nsearchers = ["oneshot"]\n'
     with pytest.raises(CaseFileError, match="defined twice"):

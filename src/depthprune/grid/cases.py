@@ -35,6 +35,7 @@ file, the field and what is allowed — a typo must never silently shrink a grid
     searchers = ["ga", "bo"]
     variant = "uniform"         # named in the cell id: tiny-llama3-ppl-ga.uniform-M3
     search_params = { prior = "uniform" }       # over [searcher.*]
+    # or several named variants in one block: variants = { r01 = { q = 0.04 }, r02 = { q = 0.08 } }
     objective_params = {}                       # over [objective.*]
     calibration_seeds = [1, 2]  # more calibration samples (ids -c1, -c2); stochastic searchers'
                                 # seed follows the calibration seed (ids -s1 -c1)
@@ -166,7 +167,7 @@ def _block_cells(grid: Grid, block: dict[str, Any]) -> list[Cell]:
     from depthprune.search import SEARCHERS
 
     out = []
-    sp = tuple(sorted(block.get("search_params", {}).items()))
+    variants = block.get("variants") or {block.get("variant", "default"): block.get("search_params", {})}
     op = tuple(sorted(block.get("objective_params", {}).items()))
     for m in block.get("models", grid.models):
         for o in block.get("objectives", grid.objectives):
@@ -175,13 +176,14 @@ def _block_cells(grid: Grid, block: dict[str, Any]) -> list[Cell]:
                     for cseed in block.get("calibration_seeds", [None]):
                         seeds = [cseed] if cseed is not None and SEARCHERS[s].stochastic else grid.seeds
                         for seed in seeds:
-                            out.append(Cell(grid.name, m, o, s, b, seed, cseed, block.get("variant", "default"),
-                                            sp, op))
+                            for variant, params in variants.items():
+                                out.append(Cell(grid.name, m, o, s, b, seed, cseed, variant,
+                                                tuple(sorted(params.items())), op))
     return out
 
 
 _BLOCK_KEYS = {"models": list, "objectives": list, "searchers": list, "budgets": list, "variant": str,
-               "search_params": dict, "objective_params": dict, "calibration_seeds": list, "description": str}
+               "search_params": dict, "variants": dict, "objective_params": dict, "calibration_seeds": list, "description": str}
 _GRID_KEYS = {"name": str, "kind": str, "compare_with": str, "description": str, "models": list, "objectives": list,
               "searchers": list, "budgets": list, "seeds": list, "markers": list, "device": str, "dtype": str,
               "batch_size": int}
@@ -339,15 +341,22 @@ def _check_blocks(path: Path, raw: Any, g: dict[str, Any], objective_params: dic
             for v in block.get(key, []):
                 if not isinstance(v, int) or isinstance(v, bool) or v < low:
                     raise _fail(path, f"{where} {key}", f"{v!r} is not allowed; allowed: integers >= {low}")
-        variant = block.get("variant", "default")
-        if not variant.replace("_", "").isalnum() or (variant == "default" and (block.get("search_params")
-                                                                                or block.get("objective_params"))):
-            raise _fail(path, f"{where} variant", f"{variant!r}: a block that changes parameters needs a name of "
-                        "letters, digits and _ (it goes into the cell id), not 'default'")
-        for s in block.get("searchers", g.get("searchers", [])):
-            allowed = {f.name for f in fields(SEARCHERS[s])} - {"progress"}
-            _check_params(path, "cells", f"#{n} search_params (searcher {s})", block.get("search_params", {}),
-                          allowed)
+        if "variants" in block and ("variant" in block or "search_params" in block):
+            raise _fail(path, f"{where} variants", "give either variants (name -> search_params, several) or "
+                        "variant + search_params (one), not both")
+        variants = block.get("variants") or {block.get("variant", "default"): block.get("search_params", {})}
+        for variant, params in variants.items():
+            key = "variants" if "variants" in block else "variant"
+            if not variant.replace("_", "").isalnum() or (variant == "default" and (params
+                                                                                    or block.get("objective_params"))):
+                raise _fail(path, f"{where} {key}", f"{variant!r}: a block that changes parameters needs a name of "
+                            "letters, digits and _ (it goes into the cell id), not 'default'")
+            if not isinstance(params, dict):
+                raise _fail(path, f"{where} variants.{variant}", f"must be a table of search_params, got {params!r}")
+            for s in block.get("searchers", g.get("searchers", [])):
+                allowed = {f.name for f in fields(SEARCHERS[s])} - {"progress"}
+                what = f"variants.{variant}" if "variants" in block else "search_params"
+                _check_params(path, "cells", f"#{n} {what} (searcher {s})", params, allowed)
         for o in block.get("objectives", g.get("objectives", [])):
             allowed = {f.name for f in fields(OBJECTIVES[o]) if not f.name.startswith("_")}
             _check_params(path, "cells", f"#{n} objective_params (objective {o})",
