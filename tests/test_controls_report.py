@@ -15,8 +15,9 @@ def res(grid, search, removed, loss, objective="ppl", budget=3, variant="default
     return {"grid": grid, "grid_kind": "controls" if grid == "ctrl" else None,
             "compare_with": "main" if grid == "ctrl" else None, "cell": cell, "model": model,
             "objective": objective, "search": search, "budget": budget, "variant": variant,
-            "calibration_seed": cseed or 0, "removed": list(removed), "calibration_loss": loss,
-            "metrics": {"avg_acc": acc, "c4_ppl": 10.0 + loss}, "trace": trace or [], "cost": {"evaluations": 1}}
+            "calibration_seed": cseed or 0, "search_seed": 0, "n_layers": 16, "removed": list(removed), "calibration_loss": loss,
+            "metrics": {"avg_acc": acc, "c4_ppl": 10.0 + loss}, "trace": trace or [],
+            "cost": {"evaluations": 1, "layer_forwards": 10, "seconds": 1.0}}
 
 
 def finding(lines):
@@ -68,3 +69,55 @@ def test_controls_stay_out_of_the_main_tables(tmp_path):
     lines = C.render_controls([res("main", "oneshot", [1, 2, 3], 1.0), res("ctrl", "bi", [4, 5, 6], 1.5)])
     assert any("Controls grid `ctrl`" in line for line in lines)
     assert C.render_controls([res("main", "oneshot", [1, 2, 3], 1.0)]) == []
+
+
+def panel_case(flip: bool):
+    """Searchers: ppl ρ = −1, margin ρ = +1 (by construction); a 12-set panel with the same signs,
+    or (flip) the opposite ones, so the panel keeps or reverses the objectives' ordering."""
+    main, ctrl = [], []
+    for objective, sign in (("ppl", -1), ("margin", 1)):
+        for i, search in enumerate(("oneshot", "greedy", "beam")):
+            loss = 1.0 + 0.1 * i
+            main.append(res("main", search, [i, i + 5, i + 9], loss, objective=objective, acc=0.5 - sign * 0.01 * i))
+        panel_sign = -sign if flip else sign
+        for k in range(12):
+            loss = 0.9 + 0.05 * k  # wider than the searchers' range 1.0-1.2 on both sides
+            ctrl.append(res("ctrl", "rank", [k, 13, 14], loss, objective=objective, variant=f"r{k + 1:02d}",
+                            acc=0.5 - panel_sign * 0.01 * k))
+    return ctrl, main
+
+
+@pytest.mark.parametrize("flip, word", [(True, "reverses"), (False, "keeps")])
+def test_alignment_panel_reports_both_and_whether_the_ordering_survives(flip, word):
+    ctrl, main = panel_case(flip)
+    lines = C.alignment_panel(ctrl, main)
+    text = finding(lines)
+    assert "ppl: searchers -1.00" in text and "margin: searchers +1.00" in text
+    assert f"ppl: searchers -1.00, panel {1 if flip else -1:+.2f}" in text and word in text
+    table = "\n".join(lines)
+    assert "0.9000–1.4500" in table and "1.0000–1.2000" in table  # both loss ranges are stated
+    assert C.alignment_panel([], main)[0].startswith("Not measured")
+
+
+def claim_grid(margin_sets):
+    """Seven searchers, both objectives, M=3: ppl removes {1,2,3}; margin removes margin_sets[searcher]."""
+    rows = []
+    for i, search in enumerate(("oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs")):
+        rows.append(res("main", search, [1, 2, 3], 1.0 + 0.01 * i, acc=0.5))
+        rows.append(res("main", search, margin_sets, 2.0 + 0.01 * i, objective="margin", acc=0.5))
+    return rows
+
+
+@pytest.mark.parametrize("same_sets", [True, False])
+def test_claim_verdicts_are_rejudged_on_each_calibration_seed(same_sets):
+    main = claim_grid([7, 8, 9])
+    reseeded = [7, 8, 9] if same_sets else [1, 2, 3]
+    ctrl = [res("ctrl", s, reseeded, 2.0 + 0.01 * i, objective="margin", cseed=c, acc=0.5)
+            for i, s in enumerate(("oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs")) for c in (1, 2)]
+    lines = C.claim_seed_spread(ctrl, main)
+    row = next(line for line in "\n".join(lines).splitlines() if line.startswith("| 5.1a "))
+    assert row.count("**HELD**") == (3 if same_sets else 1), row
+    assert finding(lines).startswith("**Finding.** 0 of" if same_sets else "**Finding.** ")
+    if not same_sets:
+        assert not finding(lines).startswith("**Finding.** 0 of")
+    assert C.claim_seed_spread([], main)[0].startswith("Not measured")

@@ -82,21 +82,26 @@ class Correlation:
     note: str = ""
 
 
-def alignment(rows: Sequence[dict[str, Any]], metric: str = "avg_acc", seed: int = 0) -> Correlation | None:
-    """Spearman(−calibration loss, accuracy) with a paired bootstrap 95% interval."""
-    pts = [(-r["calibration_loss"], r["metrics"].get(metric)) for r in rows]
-    pts = [(x, y) for x, y in pts if y is not None and math.isfinite(x) and math.isfinite(y)]
+def alignment(rows: Sequence[dict[str, Any]], metric: str = "avg_acc", seed: int = 0,
+              x: str = "calibration_loss") -> Correlation | None:
+    """Spearman(−x, accuracy) with a paired bootstrap 95% interval; x is the calibration loss or a
+    metric of the result (e.g. "c4_ppl")."""
+    def lower_is_better(r: dict[str, Any]) -> float | None:
+        return r["calibration_loss"] if x == "calibration_loss" else r["metrics"].get(x)
+
+    pts = [(lower_is_better(r), r["metrics"].get(metric)) for r in rows]
+    pts = [(-a, b) for a, b in pts if a is not None and b is not None and math.isfinite(a) and math.isfinite(b)]
     if len(pts) < 3:
         return None
-    x, y = np.array(pts).T
+    xs, y = np.array(pts).T
     distinct = len({tuple(sorted(r["removed"])) for r in rows})
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
+    if np.ptp(xs) == 0 or np.ptp(y) == 0:
         return Correlation(math.nan, math.nan, math.nan, math.nan, len(pts), distinct,
                            "undefined: every solution has the same loss or accuracy")
-    res = stats.spearmanr(x, y)
+    res = stats.spearmanr(xs, y)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # degenerate resamples (ties) give nan; reported as such
-        boot = stats.bootstrap((x, y), lambda a, b: stats.spearmanr(a, b).statistic, paired=True,
+        boot = stats.bootstrap((xs, y), lambda a, b: stats.spearmanr(a, b).statistic, paired=True,
                                vectorized=False, n_resamples=1000, method="percentile",
                                rng=np.random.default_rng(seed))
     note = ""
