@@ -398,7 +398,12 @@ def evaluation_bounds(searcher: str, params: dict[str, Any], n_layers: int, budg
         scored_m_segments = sizes.get(m, 0) - combined
         lo = first + max(0, min(s.candidates, space) - scored_m_segments)
         return Bounds(lo, first + combined, sizes)
-    if searcher == "exhaustive":
+    if searcher == "random":  # n_sets distinct M-sets, no prior
+        k = min(s.n_sets, space)
+        return Bounds(k, k, {m: k})
+    if searcher == "bi":  # the dense pass's hidden states rank the blocks; the chosen set is scored
+        return Bounds(2, 2, {0: 1, m: 1})
+    if searcher in ("exhaustive", "rank"):  # rank enumerates every M-set as exhaustive does
         return Bounds(space, space, {m: space})
     raise ValueError(f"searcher {searcher!r} has no planning rule; allowed: {', '.join(SEARCHERS.names())}")
 
@@ -571,7 +576,9 @@ def plan_cell(grid: Grid, cell: Cell, shape: ModelShape, a: Assumptions, gpu: GP
     bound = forwards_bound(n, bounds)
     backwards, evaluations = 0, (bounds.low + bounds.high) / 2
     ratio = (ratios or {}).get(cell.search)
-    if cell.search in NOT_SIMULATED:
+    if cell.search == "bi":  # no loss search: the dense pass and the chosen set, fixed by the settings
+        expected, spread, basis, evaluations = float(bound), (bound, bound), "fixed (no loss search)", bounds.high
+    elif cell.search in NOT_SIMULATED:
         expected = bound * ratio if ratio else float(bound)
         spread = (round(expected), round(expected))
         basis = f"bound x measured {ratio:.2f}" if ratio else "bound (not simulated)"
