@@ -125,14 +125,32 @@ def _share_cpu_threads() -> None:
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--full-grid"):
-        return
-    keep, drop = [], []
-    for item in items:
-        (drop if item.get_closest_marker("grid_extra") else keep).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+    if not config.getoption("--full-grid"):
+        keep, drop = [], []
+        for item in items:
+            (drop if item.get_closest_marker("grid_extra") else keep).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+    _longest_groups_first(items)
+
+
+def _longest_groups_first(items) -> None:
+    """Grid cells in groups, longest group first (recorded durations: depthprune.grid.schedule),
+    so that --dist loadgroup's hand-out keeps every worker busy to the end."""
+    from depthprune.grid.schedule import estimate, load_durations, longest_first
+
+    group_of, seconds_of, per_grid = {}, {}, {}
+    for i, item in enumerate(items):
+        spec = getattr(item, "callspec", None)
+        if spec is None or "grid_cell" not in spec.params:
+            continue
+        grid, cell = spec.params["grid_cell"]
+        if grid.name not in per_grid:
+            per_grid[grid.name] = estimate(grid.cells(), load_durations(grid.name))
+        group_of[i], seconds_of[i] = f"{grid.name}/{cell.group}", per_grid[grid.name][cell.id]
+    if len(set(group_of.values())) > 1:
+        items[:] = longest_first(items, group_of, seconds_of)
 
 
 def _check_xdist_groups(config) -> None:

@@ -188,3 +188,11 @@ def test_cell_names_an_unknown_id(tmp_path, capsys):
     (cases / "mini.toml").write_text(_GRID)
     code, _, err = _run(capsys, ["cell", "tiny-llama3-ppl-greedy-M9", "--cases", str(cases)])
     assert code == 2 and "is in no grid" in err
+
+
+def test_durations_names_the_flag_when_there_is_nothing_to_record(tmp_path, capsys):
+    code, _, err = _run(capsys, ["durations", "--grid", "tiny", "--results", str(tmp_path / "absent")])
+    assert code == 2 and "--results" in err and "not a directory" in err
+    code, _, err = _run(capsys, ["durations", "--grid", "tiny", "--results", str(tmp_path),
+                                 "--out", str(tmp_path / "d.json")])
+    assert code == 2 and "--grid tiny: no finished result" in err and not (tmp_path / "d.json").exists()

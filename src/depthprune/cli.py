@@ -323,6 +323,24 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_durations(args: argparse.Namespace) -> int:
+    from depthprune.grid.results import iter_results
+    from depthprune.grid.schedule import DURATIONS_DIR, durations_from_results, write_durations
+
+    for d in args.results:
+        if not Path(d).is_dir():
+            raise UsageError(f"--results {d}: not a directory")
+    rows = [r for r in iter_results(args.results) if r.get("grid") == args.grid]
+    if not rows:
+        raise UsageError(f"--grid {args.grid}: no finished result of that grid under {', '.join(args.results)}")
+    revisions = sorted({r.get("environment", {}).get("git_revision", "?") for r in rows})
+    source = (f"{len(rows)} results of grid {args.grid} in {', '.join(args.results)} (code {', '.join(revisions)}); "
+              f"written by: depthprune durations --grid {args.grid} " + " ".join(f"--results {d}" for d in args.results))
+    out = write_durations(args.out or DURATIONS_DIR / f"{args.grid}.json", durations_from_results(rows), source)
+    print(f"wrote {out}: {len(rows)} cells")
+    return 0
+
+
 def _load_grid(cases: str, name: str):
     """The named grid of ``cases`` or a UsageError naming the flag and what is allowed."""
     from depthprune.grid.cases import CaseFileError, load_grids
@@ -526,6 +544,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="REPORT.md")
     p.add_argument("--figures", default=None, metavar="DIR", help="where the PNGs go (default: figures/ beside --out)")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("durations", help="record how long a grid's cells took (orders cell groups longest first)")
+    p.add_argument("--grid", required=True, help="grid name (a case file's [grid] name, e.g. tiny)")
+    p.add_argument("--results", action="append", required=True, metavar="DIR", help="a results directory (repeatable)")
+    p.add_argument("--out", default=None, help="where to write (default: cases/durations/<grid>.json)")
+    p.set_defaults(func=cmd_durations)
 
     from depthprune.plan import GPUS
 
