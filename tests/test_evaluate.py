@@ -100,3 +100,24 @@ def test_unknown_adapter():
 def test_unknown_task():
     with pytest.raises(ValueError, match="allowed: hellaswag"):
         TINY.eval_config(tasks=("mmlu",))
+
+
+def test_windows_perplexity_from_stored_dense_states_is_exact():
+    """Removal sets evaluated one after another on the same windows: from the second on, the
+    blocks below the first removed one come from the store, and every perplexity is unchanged."""
+    from depthprune.dense_states import DenseStates, forward_from_dense
+    from depthprune.masking import skip_layers
+
+    model = random_model("llama", n_layers=6)
+    windows = torch.randint(4, 34, (6, 24), generator=torch.Generator().manual_seed(0))
+    store, reused = DenseStates(), []
+    for removed in [(4,), (2, 5), (), (3,)]:
+        first = min(removed) if removed else 6
+        with skip_layers(model, removed), torch.no_grad():
+            plain = windows_perplexity(model, windows, batch_size=4)
+            hidden, _, taken = forward_from_dense(model, {"input_ids": windows[:4]}, first, store)
+            full, _, _ = forward_from_dense(model, {"input_ids": windows[:4]}, 0, None)
+            assert torch.equal(hidden, full), removed
+            assert windows_perplexity(model, windows, batch_size=4, dense_blocks=first) == plain, removed
+        reused.append(taken)
+    assert reused[0] == 0 and all(r > 0 for r in reused[1:]) and store.usable

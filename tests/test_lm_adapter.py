@@ -77,6 +77,62 @@ def test_token_requests_equal_stock_hflm(removed):
     assert stats.tokens < stats.stock_tokens  # the shared contexts ran once
 
 
+def test_dense_states_are_reused_below_the_first_removed_block_with_the_same_answers():
+    """Evaluate removal sets one after another on one model: the later ones start from the stored
+    dense states where they may, and every answer equals a full forward's (bit for bit)."""
+    from depthprune.lm_adapter import DenseStates
+
+    model = random_model("llama", n_layers=6)
+    reqs = _requests(model)
+    store = DenseStates()
+    runs = {}
+    for removed in [(4,), (), (2, 5), (0, 3), (3,)]:
+        first = min(removed) if removed else 6
+        with skip_layers(model, removed):
+            _, plain = _pair(model, max_length=32)
+            _, reusing = _pair(model, max_length=32, dense_blocks=first, dense_store=store)
+            expected = plain._loglikelihood_tokens(reqs, disable_tqdm=True)
+            got = reusing._loglikelihood_tokens(reqs, disable_tqdm=True)
+        assert got == expected, removed  # exactly: the same kernels on the same inputs
+        runs[removed] = reusing.stats
+    assert store.usable is True
+    assert runs[(4,)].reused_block_tokens == 0  # nothing stored yet: this run stores boundaries 1..4
+
+    def share(stats):  # the fraction of block x token computations replaced by stored states
+        return stats.reused_block_tokens / (stats.reused_block_tokens + stats.block_tokens)
+
+    assert share(runs[()]) == 4 / 6  # starts at boundary 4 (the deepest stored), then stores 5
+    assert runs[(0, 3)].reused_block_tokens == 0  # block 0 removed: no dense prefix
+    assert share(runs[(3,)]) == 3 / 5 and share(runs[(2, 5)]) == 2 / 4
+
+
+def test_dense_states_are_not_used_when_the_embeddings_do_not_reach_the_first_block_as_they_are():
+    """A model that transforms the embeddings inside its forward (here: x2 before block 0) would
+    transform a state fed where the embeddings go once more: the first stored batch detects it
+    and nothing is ever reused. (Gemma's scale lives in its embedding module: reuse is valid there.)"""
+    from depthprune.lm_adapter import DenseStates
+
+    scaled = random_model("llama", n_layers=4)
+    inner, forward = scaled.model, scaled.model.forward
+
+    def scaling_forward(input_ids=None, inputs_embeds=None, **kwargs):
+        embeds = inner.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds
+        return forward(inputs_embeds=embeds * 2.0, **kwargs)
+
+    inner.forward = scaling_forward
+    for m, usable in ((random_model("llama", n_layers=4), True), (scaled, False)):
+        store = DenseStates()
+        reqs = _requests(m)
+        for removed in [(3,), (2,)]:
+            with skip_layers(m, removed):
+                _, plain = _pair(m, max_length=32)
+                _, reusing = _pair(m, max_length=32, dense_blocks=min(removed), dense_store=store)
+                assert reusing._loglikelihood_tokens(reqs, disable_tqdm=True) == \
+                    plain._loglikelihood_tokens(reqs, disable_tqdm=True)
+        assert store.usable is usable and (store.bytes > 0) is usable
+        assert (reusing.stats.reused_block_tokens > 0) is usable
+
+
 def test_plan_shares_contexts_but_not_a_lone_first_token():
     same = [_Item((1, 5, 6, 7, 8, 9, 10, 11, 12) + tail, (tail[-1],)) for tail in ((20, 21), (22, 23), (24,))]
     unrelated = [_Item((1, *range(40, 80)), (3,)), _Item((1, *range(80, 120)), (3,))]

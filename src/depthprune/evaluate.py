@@ -96,7 +96,7 @@ class EvalResult:
 
 
 def windows_perplexity(model, windows: torch.Tensor, batch_size: int,
-                       chunk_tokens: int | None = None) -> tuple[float, int]:
+                       chunk_tokens: int | None = None, dense_blocks: int = 0) -> tuple[float, int]:
     """Token-weighted perplexity of ``windows`` [n, T]: every predicted token counts once.
 
     The blocks run on a batch; the output head runs on ``chunk_tokens`` positions at a time
@@ -104,8 +104,11 @@ def windows_perplexity(model, windows: torch.Tensor, batch_size: int,
     tensor is chunk x vocabulary whatever the batch and window (a whole batch of 8 x 2048
     tokens at a 128k vocabulary would be 8.4 GB in float32). The head is checked once against
     the model's own logits; an architecture it does not reproduce falls back, with a warning,
-    to the model's full logits.
+    to the model's full logits. ``dense_blocks``: leading blocks of the view that are the dense
+    model's (:mod:`depthprune.dense_states`: their outputs are taken from the model's store where
+    an earlier evaluation of the same windows left them).
     """
+    from depthprune.dense_states import dense_states, forward_from_dense
     from depthprune.objectives.base import OutputHead  # here: objectives import profiles, which import us
 
     device = next(model.parameters()).device
@@ -119,8 +122,8 @@ def windows_perplexity(model, windows: torch.Tensor, batch_size: int,
             ids = windows[start : start + batch_size].to(device)
             targets = ids[:, 1:]
             if chunked:
-                out = decoder.owner(input_ids=ids, use_cache=False)
-                hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+                store = dense_states(model) if dense_blocks else None
+                hidden, _, _ = forward_from_dense(model, {"input_ids": ids}, dense_blocks, store)
                 logp = head.target_logprobs(hidden[:, :-1].reshape(-1, hidden.shape[-1]), targets.reshape(-1))
                 nll -= logp.double().sum().item()
             else:
@@ -156,11 +159,13 @@ def _ppl_windows(name: str, profile: Profile, tokenizer, seq_len: int, c4_window
     return windows, {"source": source.describe(), **asdict(protocol)}
 
 
-def perplexity_suite(model, tokenizer, profile: Profile, cfg: EvalConfig) -> tuple[dict[str, float], dict[str, Any]]:
+def perplexity_suite(model, tokenizer, profile: Profile, cfg: EvalConfig,
+                     dense_blocks: int = 0) -> tuple[dict[str, float], dict[str, Any]]:
     metrics, protocol = {}, {}
     for name in cfg.perplexity:
         windows, proto = _ppl_windows(name, profile, tokenizer, cfg.seq_len, cfg.c4_windows)
-        metrics[f"{name}_ppl"], tokens = windows_perplexity(model, windows, cfg.batch_size)
+        metrics[f"{name}_ppl"], tokens = windows_perplexity(model, windows, cfg.batch_size,
+                                                            dense_blocks=dense_blocks)
         protocol[name] = {**proto, "predicted_tokens": tokens}
     return metrics, protocol
 
@@ -182,8 +187,10 @@ def item_outcomes(samples: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def lm_eval_model(model, tokenizer, cfg: EvalConfig):
-    """The lm-eval model :func:`zero_shot` runs: ``cfg.adapter``, built with the same arguments either way."""
+def lm_eval_model(model, tokenizer, cfg: EvalConfig, dense_blocks: int = 0):
+    """The lm-eval model :func:`zero_shot` runs: ``cfg.adapter``, built with the same arguments either way
+    (``dense_blocks``: leading blocks of the view that are the dense model's, for the shared-prefix
+    adapter's reuse of dense states; stock HFLM ignores it)."""
     kwargs: dict[str, Any] = {"pretrained": model, "tokenizer": tokenizer, "batch_size": cfg.batch_size,
                               "max_length": getattr(model.config, "max_position_embeddings", None)}
     if cfg.adapter == "hflm":
@@ -192,7 +199,7 @@ def lm_eval_model(model, tokenizer, cfg: EvalConfig):
         return HFLM(**kwargs)
     from depthprune.lm_adapter import SharedPrefixLM
 
-    return SharedPrefixLM(**kwargs)
+    return SharedPrefixLM(**kwargs, dense_blocks=dense_blocks)
 
 
 def lm_eval_tasks(profile: Profile, cfg: EvalConfig) -> dict[str, str]:
@@ -212,13 +219,13 @@ def run_lm_eval(lm, profile: Profile, cfg: EvalConfig) -> dict[str, Any]:
                            limit=cfg.limit, log_samples=True, bootstrap_iters=1000, verbosity="WARNING")
 
 
-def zero_shot(model, tokenizer, profile: Profile,
-              cfg: EvalConfig) -> tuple[dict[str, float], dict[str, Any], dict[str, dict[str, str]]]:
+def zero_shot(model, tokenizer, profile: Profile, cfg: EvalConfig,
+              dense_blocks: int = 0) -> tuple[dict[str, float], dict[str, Any], dict[str, dict[str, str]]]:
     """lm-eval on the in-memory model: flat metrics, what lm-eval reported, per-item outcomes."""
     names = lm_eval_tasks(profile, cfg)
     if not names:
         return {}, {}, {}
-    lm = lm_eval_model(model, tokenizer, cfg)
+    lm = lm_eval_model(model, tokenizer, cfg, dense_blocks)
     out = run_lm_eval(lm, profile, cfg)
     metrics: dict[str, float] = {}
     for lm_name, task in names.items():
@@ -291,9 +298,10 @@ def evaluate(
         except (json.JSONDecodeError, KeyError):
             path.unlink()  # a corrupt cache entry is recomputed, never trusted
     start = time.perf_counter()
+    dense_blocks = min(removed) if len(removed) else len(find_decoder_layers(model))  # the view's dense prefix
     with skip_layers(model, removed):
-        metrics, ppl_protocol = perplexity_suite(model, tokenizer, profile, cfg)
-        zs_metrics, zs_info, items = zero_shot(model, tokenizer, profile, cfg)
+        metrics, ppl_protocol = perplexity_suite(model, tokenizer, profile, cfg, dense_blocks)
+        zs_metrics, zs_info, items = zero_shot(model, tokenizer, profile, cfg, dense_blocks)
     metrics.update(zs_metrics)
     protocol = {"config": asdict(cfg), "perplexity": ppl_protocol, "zero_shot": zs_info, "profile": profile.name,
                 "dtype": dtype}

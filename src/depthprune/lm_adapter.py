@@ -19,7 +19,11 @@ the batch. Here:
   which applies the architecture's logit scaling / softcap), so memory does not grow
   with vocabulary x batch x length;
 * no KV cache is used (``use_cache=False``): one forward per batch of rows, and the
-  renumbered ``layer_idx`` of the reversible view (:mod:`depthprune.masking`) plays no part.
+  renumbered ``layer_idx`` of the reversible view (:mod:`depthprune.masking`) plays no part;
+* below the first removed block a pruned model *is* the dense model: told how many leading
+  blocks of its view are the dense model's (``dense_blocks``: the first removed index), a
+  batch starts from the deepest dense state an earlier evaluation of the same batch stored
+  (:mod:`depthprune.dense_states`: exact, under a byte budget, checked per architecture).
 
 Numerics: the same model on the same tokens, in other shapes, so log-probs agree with
 stock ``HFLM`` to float rounding (tested: |diff| <= 1e-4 in float32, every metric and every
@@ -45,6 +49,7 @@ import torch
 from lm_eval.models.huggingface import HFLM
 from tqdm import tqdm
 
+from depthprune.dense_states import DenseStates, dense_states, forward_from_dense
 from depthprune.models import find_decoder_layers
 from depthprune.objectives.base import OutputHead
 
@@ -90,6 +95,8 @@ class AdapterStats:
     scored: int = 0  # positions sent through the output head
     delegated: int = 0  # requests answered by stock HFLM (sliding window, failed check, unsupported setting)
     check: str = "not run"  # the start-up comparison with stock HFLM: "not run", "passed", "failed"
+    block_tokens: int = 0  # block x token computations run
+    reused_block_tokens: int = 0  # block x token computations replaced by stored dense states
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int], limit: int) -> int:
@@ -178,17 +185,27 @@ class SharedPrefixLM(HFLM):
     its own). A forward holds at most ``batch_size x`` (the longest request's input) tokens,
     the size of stock ``HFLM``'s widest batch. ``head_chunk_tokens``: positions per output-head
     call (None: :class:`OutputHead`'s default, 2048). ``verify``: check one request against
-    stock ``HFLM`` on the first call. Other arguments are ``HFLM``'s.
+    stock ``HFLM`` on the first call. ``dense_blocks``: how many leading blocks of the model's
+    current view are the dense model's own first blocks (the first removed index; the block
+    count for the dense model; 0, the default: none claimed, nothing stored or reused).
+    ``dense_store``: where those states live (default: :func:`dense_states` of the model).
+    Other arguments are ``HFLM``'s.
     """
 
     def __init__(self, *args, pack_tokens: int = PACK_TOKENS, head_chunk_tokens: int | None = None,
-                 verify: bool = True, **kwargs) -> None:
+                 verify: bool = True, dense_blocks: int = 0, dense_store: DenseStates | None = None,
+                 **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.pack_tokens = int(pack_tokens)
         self.head_chunk_tokens = head_chunk_tokens
         self._verify_pending = verify
         self._packing_ok = True
         self.stats = AdapterStats()
+        if isinstance(dense_blocks, bool) or not isinstance(dense_blocks, int) or dense_blocks < 0:
+            raise ValueError(f"dense_blocks must be an integer >= 0, got {dense_blocks!r}")
+        self.dense_blocks = dense_blocks
+        self.dense_store = dense_store if dense_store is not None else (
+            dense_states(self.model) if dense_blocks else None)
 
     # -- which requests can be packed -------------------------------------------------------
     def _packable(self) -> bool:
@@ -297,8 +314,7 @@ class SharedPrefixLM(HFLM):
                 inputs["position_ids"] = packed["position_ids"].to(self.device)
             with torch.no_grad(), torch.autocast(device_type=self.device.type, dtype=self.mixed_precision_dtype,
                                                  enabled=self.mixed_precision_dtype is not None):
-                out = decoder.owner(**inputs, use_cache=False)
-                hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+                hidden = self._forward(decoder, inputs)
                 chosen = hidden[packed["rows"].to(self.device), packed["cols"].to(self.device)]
                 lp, greedy = self._target_logprobs(head, chosen, packed["targets"].to(self.device))
             owner = packed["owner"]
@@ -311,6 +327,13 @@ class SharedPrefixLM(HFLM):
             pbar.update(sum(len(r.items) for r in batch))
         pbar.close()
         return [(float(logp[i]), bool(misses[i] == 0)) for i in range(len(items))], probe
+
+    def _forward(self, decoder, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The last hidden states of one batch, from the deepest usable stored dense state."""
+        hidden, ran, reused = forward_from_dense(self.model, inputs, self.dense_blocks, self.dense_store)
+        self.stats.block_tokens += ran
+        self.stats.reused_block_tokens += reused
+        return hidden
 
     @staticmethod
     def _target_logprobs(head: OutputHead, hidden: torch.Tensor,
