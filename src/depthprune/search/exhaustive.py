@@ -27,18 +27,18 @@ class ExhaustiveSearcher(Searcher):
         return math.comb(n_layers - n_protected, budget)
 
     def run(self, ctx: SearchContext) -> frozenset[int]:
-        total = math.comb(len(ctx.candidates), ctx.budget)
-        if total > self.max_sets:
-            raise ValueError(
-                f"exhaustive: C({len(ctx.candidates)}, {ctx.budget}) = {total} sets exceeds "
-                f"max_sets={self.max_sets}; raise max_sets or use another searcher"
-            )
-        best: tuple[tuple[float, tuple[int, ...]], frozenset[int]] | None = None
-        combos = itertools.combinations(ctx.candidates, ctx.budget)
-        while chunk := [frozenset(c) for c in itertools.islice(combos, self.batch_size)]:
-            for s, loss in zip(chunk, ctx.score_many(chunk)):
-                key = set_key(s, loss)
-                if best is None or key < best[0]:
-                    best = (key, s)
-        assert best is not None
-        return best[1]
+        return min(score_every_set(ctx, self.name, self.max_sets, self.batch_size), key=lambda sl: set_key(*sl))[0]
+
+
+def score_every_set(ctx: SearchContext, name: str, max_sets: int, batch_size: int) -> list[tuple[frozenset[int], float]]:
+    """Every M-set of the candidates with its loss, scored in lexicographic batches of ``batch_size``;
+    a ValueError naming ``name`` when there are more than ``max_sets``."""
+    total = math.comb(len(ctx.candidates), ctx.budget)
+    if total > max_sets:
+        raise ValueError(f"{name}: C({len(ctx.candidates)}, {ctx.budget}) = {total} sets exceeds "
+                         f"max_sets={max_sets}; raise max_sets or use another searcher")
+    out: list[tuple[frozenset[int], float]] = []
+    combos = itertools.combinations(ctx.candidates, ctx.budget)
+    while chunk := [frozenset(c) for c in itertools.islice(combos, batch_size)]:
+        out += zip(chunk, ctx.score_many(chunk))
+    return out

@@ -12,12 +12,12 @@ cost is still counted as if it ran alone.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.search.base import SearchContext, Searcher, register, set_key
+from depthprune.search.base import SearchContext, Searcher, rank_key, register, set_key
+from depthprune.search.exhaustive import score_every_set
 
 
 @register
@@ -47,16 +47,6 @@ class RankSearcher(Searcher):
         return math.comb(n_layers - n_protected, budget)
 
     def run(self, ctx: SearchContext) -> frozenset[int]:
-        total = math.comb(len(ctx.candidates), ctx.budget)
-        if total > self.max_sets:
-            raise ValueError(
-                f"rank: C({len(ctx.candidates)}, {ctx.budget}) = {total} sets exceeds "
-                f"max_sets={self.max_sets}; raise max_sets or use a smaller budget"
-            )
-        scored: list[tuple[tuple[float, tuple[int, ...]], frozenset[int]]] = []
-        combos = itertools.combinations(ctx.candidates, ctx.budget)
-        while chunk := [frozenset(c) for c in itertools.islice(combos, self.batch_size)]:
-            scored += [(set_key(s, loss), s) for s, loss in zip(chunk, ctx.score_many(chunk))]
-        scored.sort(key=lambda ks: ks[0])
-        finite = sum(1 for key, _ in scored if math.isfinite(key[0])) or len(scored)
-        return scored[round(self.q * (finite - 1))][1]
+        scored = sorted(score_every_set(ctx, self.name, self.max_sets, self.batch_size), key=lambda sl: set_key(*sl))
+        finite = sum(1 for _, loss in scored if math.isfinite(rank_key(loss))) or len(scored)
+        return scored[round(self.q * (finite - 1))][0]
