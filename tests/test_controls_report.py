@@ -71,17 +71,17 @@ def test_controls_stay_out_of_the_main_tables(tmp_path):
     assert C.render_controls([res("main", "oneshot", [1, 2, 3], 1.0)]) == []
 
 
-def panel_case(flip: bool):
+def panel_case(flip: bool, searchers=("oneshot", "greedy", "beam", "ga", "bo")):
     """Searchers: ppl ρ = −1, margin ρ = +1 (by construction); a 12-set panel with the same signs,
     or (flip) the opposite ones, so the panel keeps or reverses the objectives' ordering."""
     main, ctrl = [], []
     for objective, sign in (("ppl", -1), ("margin", 1)):
-        for i, search in enumerate(("oneshot", "greedy", "beam")):
-            loss = 1.0 + 0.1 * i
+        for i, search in enumerate(searchers):
+            loss = 1.0 + 0.05 * i
             main.append(res("main", search, [i, i + 5, i + 9], loss, objective=objective, acc=0.5 - sign * 0.01 * i))
         panel_sign = -sign if flip else sign
         for k in range(12):
-            loss = 0.9 + 0.05 * k  # wider than the searchers' range 1.0-1.2 on both sides
+            loss = 0.905 + 0.05 * k  # wider than the searchers' range (1.0-1.2 for five) on both sides
             ctrl.append(res("ctrl", "rank", [k, 13, 14], loss, objective=objective, variant=f"r{k + 1:02d}",
                             acc=0.5 - panel_sign * 0.01 * k))
     return ctrl, main
@@ -95,8 +95,18 @@ def test_alignment_panel_reports_both_and_whether_the_ordering_survives(flip, wo
     assert "ppl: searchers -1.00" in text and "margin: searchers +1.00" in text
     assert f"ppl: searchers -1.00, panel {1 if flip else -1:+.2f}" in text and word in text
     table = "\n".join(lines)
-    assert "0.9000–1.4500" in table and "1.0000–1.2000" in table  # both loss ranges are stated
+    assert "0.9050–1.4550" in table and "1.0000–1.2000" in table  # both loss ranges are stated
+    assert "8 of 24 panel sets lie inside" in text
     assert C.alignment_panel([], main)[0].startswith("Not measured")
+
+
+@pytest.mark.parametrize("flip, word", [(True, "not the direction"), (False, "the direction claim 5.3 states")])
+def test_alignment_panel_alone_when_the_searchers_agree_on_too_few_sets(flip, word):
+    ctrl, main = panel_case(flip, searchers=("oneshot", "greedy"))
+    lines = C.alignment_panel(ctrl, main)
+    text = finding(lines)
+    assert "ppl: searchers –" in text and "No condition's searchers-only ρ" in text and word in text
+    assert "2 of 24 panel sets lie inside" in text
 
 
 def claim_grid(margin_sets):

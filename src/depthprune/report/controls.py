@@ -226,12 +226,17 @@ def seeds(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
                 if across and statistics.median(spreads) >= statistics.median(across) else ".")]
 
 
+def _counts(c: A.Correlation | None) -> bool:
+    """A ρ that means something: defined, on enough distinct sets (the claims' min_distinct)."""
+    return c is not None and not math.isnan(c.rho) and c.distinct >= A.MIN_DISTINCT_FOR_SPEARMAN
+
+
 def _corr(c: A.Correlation | None) -> str:
-    """ρ [95% bootstrap interval] (n distinct)."""
+    """ρ [95% bootstrap interval] (n distinct); too few distinct sets say so instead of a number."""
     if c is None:
         return "–"
-    if math.isnan(c.rho):
-        return f"undefined ({c.distinct})"
+    if not _counts(c):
+        return f"too few ({c.distinct})"
     return f"{c.rho:+.2f} [{c.ci_low:+.2f}, {c.ci_high:+.2f}] ({c.distinct})"
 
 
@@ -243,6 +248,7 @@ def alignment_panel(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> l
         if r["search"] == "rank" and not _extra_seed(r):
             panels[(r["model"], r["objective"], r["budget"])].append(r)
     rows, rhos = [], defaultdict(lambda: defaultdict(list))
+    inside_total = panel_total = 0
     for (model, objective, budget), panel in sorted(panels.items()):
         searchers = [r for k, r in m.items() if (k[0], k[1], k[3]) == (model, objective, budget)]
         if not searchers:
@@ -250,6 +256,7 @@ def alignment_panel(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> l
         lo, hi = (min(r["calibration_loss"] for r in searchers), max(r["calibration_loss"] for r in searchers))
         plo, phi = (min(r["calibration_loss"] for r in panel), max(r["calibration_loss"] for r in panel))
         inside = [r for r in panel if lo <= r["calibration_loss"] <= hi]
+        inside_total, panel_total = inside_total + len(inside), panel_total + len(panel)
         variants = {
             "searchers": A.alignment(searchers), "panel": A.alignment(panel),
             "searchers + panel": A.alignment(searchers + panel),
@@ -257,7 +264,7 @@ def alignment_panel(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> l
             "searchers + panel, c4 ppl": A.alignment(searchers + panel, x="c4_ppl"),
         }
         for name, c in variants.items():
-            if c is not None and not math.isnan(c.rho):
+            if _counts(c):
                 rhos[objective][name].append(c.rho)
         rows.append([model, objective, budget, f"{_f(lo, 4)}–{_f(hi, 4)}", f"{_f(plo, 4)}–{_f(phi, 4)}",
                      len(inside), *(_corr(c) for c in variants.values())])
@@ -269,13 +276,26 @@ def alignment_panel(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> l
         return f"{med[o][k]:+.2f}" if k in med.get(o, {}) else "–"
 
     objectives = sorted(med)
-    direction = ""
-    if {"ppl", "margin"} <= set(med) and all(k in med[o] for o in ("ppl", "margin")
-                                             for k in ("searchers", "searchers + panel")):
+
+    def both(k: str) -> bool:
+        return all(k in med.get(o, {}) for o in ("ppl", "margin"))
+
+    if both("searchers") and both("searchers + panel"):
         same = ((med["margin"]["searchers"] > med["ppl"]["searchers"])
                 == (med["margin"]["searchers + panel"] > med["ppl"]["searchers + panel"]))
         direction = (" The panel " + ("keeps" if same else "reverses") + " the searchers-only ordering of the two "
                      "objectives (is ρ higher under margin than under ppl?).")
+    elif both("panel"):
+        higher = med["margin"]["panel"] > med["ppl"]["panel"]
+        direction = (" No condition's searchers-only ρ rests on enough distinct sets to compare with. On the "
+                     f"panel, ρ is {'higher' if higher else 'not higher'} under margin than under ppl "
+                     f"({say('margin', 'panel')} against {say('ppl', 'panel')}): "
+                     + ("the direction claim 5.3 states." if higher else "not the direction claim 5.3 states."))
+    else:
+        direction = ""
+    direction += (f" {inside_total} of {panel_total} panel sets lie inside the searchers' loss range"
+                  + (": every panel ρ rests on a wider range than the searchers', which the rule warned inflates "
+                     "ρ." if inside_total == 0 else "."))
     return ["The alignment panel: per condition, the 12 removal sets at loss quantiles 0.04, 0.08, …, 0.48 of all "
             "M-sets (searcher `rank`; the rule is in `cases/controls.toml`), evaluated like any searcher's answer. "
             "ρ = Spearman(−calibration loss, avg accuracy) with a paired bootstrap 95% interval and, in "
@@ -286,7 +306,8 @@ def alignment_panel(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> l
             "", _table(rows, ["model", "objective", "M", "searchers' loss range", "panel's loss range",
                               "panel in range", "ρ searchers", "ρ panel", "ρ searchers + panel", "ρ in range",
                               "ρ c4 ppl (searchers + panel)"]),
-            "", "**Finding.** Median ρ per objective — " + "; ".join(
+            "", f"**Finding.** Median ρ per objective over the conditions whose ρ rests on ≥ "
+                f"{A.MIN_DISTINCT_FOR_SPEARMAN} distinct sets — " + "; ".join(
                 f"{o}: searchers {say(o, 'searchers')}, panel {say(o, 'panel')}, searchers + panel "
                 f"{say(o, 'searchers + panel')}, in range {say(o, 'in range')}" for o in objectives) + "." + direction]
 
