@@ -110,7 +110,7 @@ def forward_from_dense(model: torch.nn.Module, inputs: dict[str, torch.Tensor], 
             stack.enter_context(_on_input(layers[b - start], lambda h, b=b: store.add(key, b, h)))
         if store.usable is None and start == 0:
             stack.enter_context(_check_embeddings_feed_the_first_block(model, store))
-        hidden = _run(find_decoder_layers(model).owner, inputs)
+        hidden = _run(decoder.owner, inputs)  # the view changes the block list, not its owner
     return hidden, (n - start) * tokens, start * tokens
 
 

@@ -118,11 +118,11 @@ def windows_perplexity(model, windows: torch.Tensor, batch_size: int,
     with torch.no_grad():
         probe = windows[:1, : min(64, head.chunk_tokens)].to(device)
         chunked = _head_reproduces_logits(model, decoder.owner, head, probe)
+        store = dense_states(model) if dense_blocks else None
         for start in range(0, windows.shape[0], batch_size):
             ids = windows[start : start + batch_size].to(device)
             targets = ids[:, 1:]
             if chunked:
-                store = dense_states(model) if dense_blocks else None
                 hidden, _, _ = forward_from_dense(model, {"input_ids": ids}, dense_blocks, store)
                 logp = head.target_logprobs(hidden[:, :-1].reshape(-1, hidden.shape[-1]), targets.reshape(-1))
                 nll -= logp.double().sum().item()

@@ -314,7 +314,7 @@ class SharedPrefixLM(HFLM):
                 inputs["position_ids"] = packed["position_ids"].to(self.device)
             with torch.no_grad(), torch.autocast(device_type=self.device.type, dtype=self.mixed_precision_dtype,
                                                  enabled=self.mixed_precision_dtype is not None):
-                hidden = self._forward(decoder, inputs)
+                hidden = self._forward(inputs)
                 chosen = hidden[packed["rows"].to(self.device), packed["cols"].to(self.device)]
                 lp, greedy = self._target_logprobs(head, chosen, packed["targets"].to(self.device))
             owner = packed["owner"]
@@ -328,7 +328,7 @@ class SharedPrefixLM(HFLM):
         pbar.close()
         return [(float(logp[i]), bool(misses[i] == 0)) for i in range(len(items))], probe
 
-    def _forward(self, decoder, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    def _forward(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         """The last hidden states of one batch, from the deepest usable stored dense state."""
         hidden, ran, reused = forward_from_dense(self.model, inputs, self.dense_blocks, self.dense_store)
         self.stats.block_tokens += ran
