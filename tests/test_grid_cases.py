@@ -197,8 +197,7 @@ def test_rehearsal_overrides_change_sizes_not_cells():
         assert grid.override == ROOT / "cases" / "rehearsal" / name
     full = apply_override(paper, ROOT / "cases" / "rehearsal" / "full-shape.toml")
     assert full.objective_params == paper.objective_params, "full shape: the paper's calibration sizes"
-    assert {k: v for k, v in full.evaluation.items() if k != "batch_size"} == \
-        {k: v for k, v in paper.evaluation.items() if k != "batch_size"}
+    assert full.evaluation == paper.evaluation, "full shape: the paper's evaluation, batch included"
 
 
 @pytest.mark.parametrize("text, match", [
