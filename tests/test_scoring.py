@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import pytest
@@ -167,3 +168,55 @@ def test_block_influence_finds_a_block_made_identity_and_is_counted_once():
     assert result.removed == (4,) and result.evaluations == 1
     replay = replay_cost(scorer.requests, scorer.memo, 6)
     assert replay.layer_forwards == scorer.stats.layer_forwards  # dense 6 + influence 6 (once) + the set
+
+
+def _saved_by_backward(fn):
+    """What autograd keeps for the backward while ``fn`` runs, as (result, [shape, ...]).
+    (A checkpointed region keeps its inputs by itself: they are not listed.)"""
+    shapes = []
+
+    def pack(t):
+        shapes.append(tuple(t.shape))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        return fn(), shapes
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen3"])
+def test_gate_gradients_recompute_blocks_in_backward_and_keep_their_value(arch):
+    """cbo's gradient passes checkpoint every block: the backward keeps far less, the gradient
+    is the same numbers (the recomputation runs the same kernels on the same inputs)."""
+    from depthprune.calibration import CalibrationData
+    from depthprune.gates import gate_gradient, reduce_weights
+
+    model = random_model(arch, n_layers=6)
+    data = CalibrationData.build(model, _batches(t=48), PerplexityObjective())
+    weights = reduce_weights(data)
+    g_on, kept_on = _saved_by_backward(lambda: gate_gradient(data, frozenset([2]), weights))
+    g_off, kept_off = _saved_by_backward(lambda: gate_gradient(data, frozenset([2]), weights, recompute=False))
+    assert torch.equal(g_on, g_off)
+    size = lambda shapes: sum(math.prod(s) for s in shapes)  # noqa: E731
+    assert size(kept_on) < size(kept_off) / 3, (size(kept_on), size(kept_off))
+    assert all("forward" not in vars(layer) for layer in data.decoder.layers), "blocks restored"
+
+
+def test_output_head_keeps_no_logits_for_the_backward():
+    """With gradients flowing, the head's chunks are recomputed in the backward: nothing of the
+    vocabulary's width is kept; the log-probabilities and their gradient are unchanged."""
+    from depthprune.objectives.base import OutputHead
+
+    model = random_model("llama", n_layers=2)
+    head = OutputHead(model, chunk_tokens=16)
+    vocab = model.config.vocab_size
+    hidden = torch.randn(40, model.config.hidden_size, requires_grad=True)
+    targets = torch.randint(0, vocab, (40,))
+    lp, kept = _saved_by_backward(lambda: head.target_logprobs(hidden, targets))
+    assert kept == [] or all(vocab not in s for s in kept), kept
+    (grad,) = torch.autograd.grad(lp.sum(), hidden)
+    plain = torch.log_softmax(model.lm_head(hidden).float(), -1).gather(-1, targets[:, None]).squeeze(-1)
+    (grad_plain,) = torch.autograd.grad(plain.sum(), hidden)
+    torch.testing.assert_close(lp, plain)
+    torch.testing.assert_close(grad, grad_plain)
+    with torch.no_grad():
+        assert torch.equal(head.target_logprobs(hidden, targets), lp.detach())

@@ -14,13 +14,26 @@ give all of J; it is symmetrised. That is O(L) forward+backward passes instead o
 L(L−1)/2 pair evaluations a model-free fit needs. The searcher receives only (h, J): it
 never sees the model (``score.energy()``, see :mod:`depthprune.search.cbo`).
 
+Memory: a gradient pass keeps, for the backward, only each block's input and gated update and
+recomputes the rest of the block there (activation checkpointing, :func:`recompute_in_backward`;
+the output head's chunks likewise, in :meth:`OutputHead.target_logprobs`). Without it, an 8B
+model's backward through every block of an 8 x 2048 micro-batch would hold ~76 GiB of
+activations, which does not fit on an 80 GB GPU beside the weights and the prefix cache
+(``depthprune plan``); with it, ~2 boundary states per block plus one block's activations.
+The recomputation runs the same kernels on the same inputs, so the gradients are the same.
+
 This module knows the model only through :class:`~depthprune.calibration.CalibrationData`;
 the scoring engine calls it and adds :func:`energy_passes` to its counters.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
 import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from depthprune.calibration import CalibrationData
 from depthprune.masking import hidden_of
@@ -44,6 +57,33 @@ def _gate_hook(gates: torch.Tensor, i: int):
     return hook
 
 
+@contextmanager
+def recompute_in_backward(layers: Sequence[nn.Module]) -> Iterator[None]:
+    """Run each block under activation checkpointing (non-reentrant) while the context is open.
+
+    Only ``forward`` is wrapped, so forward hooks (the gates) still run on the block's output,
+    outside the checkpoint; the block's kwargs (masks, rotary embeddings) pass through.
+    """
+    wrapped = []
+    for layer in layers:
+        own = "forward" in vars(layer)
+        original = layer.forward
+
+        def forward(*args, _original=original, **kwargs):
+            return checkpoint(_original, *args, use_reentrant=False, **kwargs)
+
+        layer.forward = forward
+        wrapped.append((layer, own, original))
+    try:
+        yield
+    finally:
+        for layer, own, original in wrapped:
+            if own:
+                layer.forward = original
+            else:
+                del layer.forward
+
+
 def reduce_weights(data: CalibrationData) -> list[torch.Tensor | None]:
     """d(loss)/d(stats) per micro-batch, from one dense pass.
 
@@ -60,8 +100,11 @@ def reduce_weights(data: CalibrationData) -> list[torch.Tensor | None]:
 
 
 def gate_gradient(data: CalibrationData, removed: frozenset[int],
-                  weights: list[torch.Tensor | None] | None = None) -> torch.Tensor:
-    """∂loss/∂x (x = 1 − gates) at the removal vector of ``removed``: [L] float64."""
+                  weights: list[torch.Tensor | None] | None = None, recompute: bool = True) -> torch.Tensor:
+    """∂loss/∂x (x = 1 − gates) at the removal vector of ``removed``: [L] float64.
+
+    ``recompute``: activation checkpointing of the blocks (module docstring); off only to test it.
+    """
     if weights is None:
         weights = reduce_weights(data)
     L = data.n_layers
@@ -79,7 +122,8 @@ def gate_gradient(data: CalibrationData, removed: frozenset[int],
         for batch, w in zip(data.batches, weights):
             if w is None:
                 continue
-            out = data.decoder.owner(**batch.model_inputs(data.device), use_cache=False)
+            with recompute_in_backward(layers if recompute else ()):
+                out = data.decoder.owner(**batch.model_inputs(data.device), use_cache=False)
             s = data.objective.batch_stats(out.last_hidden_state, batch, data.head)
             (s * w.to(s.dtype)).sum().backward()
     finally:

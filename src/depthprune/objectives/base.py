@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from depthprune.registry import Registry
 
@@ -69,13 +70,23 @@ class OutputHead:
         return x.float()
 
     def target_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """log p(targets[n] | hidden[n]) for flat ``hidden`` [N, H] and ``targets`` [N]."""
+        """log p(targets[n] | hidden[n]) for flat ``hidden`` [N, H] and ``targets`` [N].
+
+        When gradients flow (cbo's gate gradients), each chunk is checkpointed: the backward
+        keeps the chunk's hidden states, not its logits, and recomputes them one chunk at a time.
+        """
+        grad = torch.is_grad_enabled() and hidden.requires_grad
         out = []
         for start in range(0, hidden.shape[0], self.chunk_tokens):
-            logits = self.logits(hidden[start : start + self.chunk_tokens])
+            h = hidden[start : start + self.chunk_tokens]
             tgt = targets[start : start + self.chunk_tokens]
-            out.append(logits.gather(-1, tgt[:, None]).squeeze(-1) - torch.logsumexp(logits, dim=-1))
+            out.append(checkpoint(self._chunk_logprobs, h, tgt, use_reentrant=False) if grad
+                       else self._chunk_logprobs(h, tgt))
         return torch.cat(out) if out else hidden.new_zeros(0, dtype=torch.float32)
+
+    def _chunk_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        logits = self.logits(hidden)
+        return logits.gather(-1, targets[:, None]).squeeze(-1) - torch.logsumexp(logits, dim=-1)
 
 
 @dataclass
