@@ -196,9 +196,10 @@ def assumption_lines(a: Assumptions, gpu: GPU) -> list[str]:
         f"states and {a.keep_best} sets of each size at every boundary, capped by scoring._default_cache_bytes: "
         f"{a.cache_fraction:.0%} of the memory free after loading) + the largest of: a search run's captured states "
         "(capped by the same budget: a run captures before the cache trims) and one micro-batch's block and "
-        "2048-token head activations; an evaluation batch's full logits (bf16, float copy, log-softmax); cbo's "
-        f"gate-gradient backward (every block's saved inputs for one micro-batch) + {a.cuda_context_gib:g} GiB "
-        "CUDA context.",
+        "2048-token head activations; an evaluation batch through a block and one 2048-token head chunk (the head "
+        "is chunked); cbo's gate-gradient backward (blocks and head chunks recomputed in the backward: two "
+        "boundary states per block for one micro-batch, one block's activations, one head chunk) + "
+        f"{a.cuda_context_gib:g} GiB CUDA context.",
         "Grid-run totals share the dense pass and the prior per model and objective (cells report them as "
         "if alone); sets re-used between a condition's searches are not subtracted (an upper bound).",
         "Wall clock: tasks (a model's or a model and objective's cells) placed longest-first on the GPUs.",
@@ -531,10 +532,14 @@ def worker_memory(shape: ModelShape, grid: Grid, a: Assumptions, gpu: GPU, calib
         "search": min(budget_bytes, shape.layers * state)
         + micro * (6 * shape.hidden + 3 * shape.intermediate) * b + 2048 * logits}
     ev = grid.eval_config(profile)
-    phases["evaluation"] = ev.batch_size * ev.seq_len * logits  # a batch's full logits
-    if search == "cbo":  # gate gradients, weights frozen: every block's saved norm, q/k/v/out, MLP and gate inputs
+    block = (6 * shape.hidden + 3 * shape.intermediate) * b  # per token through one block
+    phases["evaluation"] = ev.batch_size * ev.seq_len * block + 2048 * logits  # the head is chunked
+    if search == "cbo":  # gate gradients, weights frozen, blocks and head chunks recomputed (gates.py):
+        # per block its input and gated update are kept; one block's norm, q/k/v/out, MLP and gate
+        # inputs live at a time in the backward, and one head chunk's logits
         per_layer = 5 * shape.hidden + 2 * shape.kv_heads * shape.head_dim + 3 * shape.intermediate
-        phases["cbo backward"] = shape.layers * micro * per_layer * b + micro * shape.vocab * (b + 4)
+        phases["cbo backward"] = (2 * shape.layers * micro * shape.hidden * b + micro * per_layer * b
+                                  + 2048 * logits)
     phase = max(phases, key=phases.get)
     return Memory(weights / GIB, min(budget_bytes, demand) / GIB, phases[phase] / GIB, phase, a.cuda_context_gib,
                   budget_bytes / GIB, demand / GIB)
