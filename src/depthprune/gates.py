@@ -119,13 +119,13 @@ def gate_gradient(data: CalibrationData, removed: frozenset[int],
         p.requires_grad_(False)
     try:
         # Backpropagate each micro-batch with its weight (exact: reduce is linear).
-        for batch, w in zip(data.batches, weights):
-            if w is None:
-                continue
-            with recompute_in_backward(layers if recompute else ()):
+        with recompute_in_backward(layers if recompute else ()):
+            for batch, w in zip(data.batches, weights):
+                if w is None:
+                    continue
                 out = data.decoder.owner(**batch.model_inputs(data.device), use_cache=False)
-            s = data.objective.batch_stats(out.last_hidden_state, batch, data.head)
-            (s * w.to(s.dtype)).sum().backward()
+                s = data.objective.batch_stats(out.last_hidden_state, batch, data.head)
+                (s * w.to(s.dtype)).sum().backward()
     finally:
         for h in hooks:
             h.remove()

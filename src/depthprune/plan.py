@@ -528,11 +528,10 @@ def worker_memory(shape: ModelShape, grid: Grid, a: Assumptions, gpu: GPU, calib
     demand = (shape.layers + a.keep_best * sum(shape.layers - s for s in range(1, budget + 1))) * state
     micro = grid.batch_size * seq
     logits = shape.vocab * (b + 8)  # per token: logits, their float copy, log-softmax / logsumexp
-    phases = {  # one micro-batch through a block (hidden-sized and MLP-sized tensors) + a 2048-token head chunk
-        "search": min(budget_bytes, shape.layers * state)
-        + micro * (6 * shape.hidden + 3 * shape.intermediate) * b + 2048 * logits}
+    block = (6 * shape.hidden + 3 * shape.intermediate) * b  # per token through one block (hidden- and MLP-sized)
+    phases = {  # one micro-batch through a block + a 2048-token head chunk
+        "search": min(budget_bytes, shape.layers * state) + micro * block + 2048 * logits}
     ev = grid.eval_config(profile)
-    block = (6 * shape.hidden + 3 * shape.intermediate) * b  # per token through one block
     phases["evaluation"] = ev.batch_size * ev.seq_len * block + 2048 * logits  # the head is chunked
     if search == "cbo":  # gate gradients, weights frozen, blocks and head chunks recomputed (gates.py):
         # per block its input and gated update are kept; one block's norm, q/k/v/out, MLP and gate
