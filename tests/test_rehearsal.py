@@ -154,3 +154,21 @@ def test_cost_check_flags_counts_the_searcher_does_not_predict():
     assert any("replay" in p for p in check_cost(result, grid, cell))
     result["cost"]["evaluations"] = 34
     assert any("predicts exactly 33" in p for p in check_cost(result, grid, cell))
+
+
+# -- the runner's child environment -------------------------------------------------------------
+
+
+def test_child_environment_adds_the_malloc_tunables_unless_the_user_set_them(tmp_path, monkeypatch):
+    import platform
+
+    from depthprune.rehearsal import MANIFEST
+    from depthprune.rehearsal.__main__ import GLIBC_TUNABLES, child_environment
+
+    (tmp_path / MANIFEST).write_text(json.dumps({"environment": {"HF_HOME": str(tmp_path / "hf")}}))
+    monkeypatch.setattr(platform, "libc_ver", lambda: ("glibc", "2.36"))
+    env = child_environment(tmp_path, {"PATH": "/bin"})
+    assert env == {"PATH": "/bin", "HF_HOME": str(tmp_path / "hf"), "GLIBC_TUNABLES": GLIBC_TUNABLES}
+    assert child_environment(tmp_path, {"GLIBC_TUNABLES": "mine"})["GLIBC_TUNABLES"] == "mine"
+    monkeypatch.setattr(platform, "libc_ver", lambda: ("", ""))
+    assert "GLIBC_TUNABLES" not in child_environment(tmp_path, {})
