@@ -220,3 +220,30 @@ def test_output_head_keeps_no_logits_for_the_backward():
     torch.testing.assert_close(grad, grad_plain)
     with torch.no_grad():
         assert torch.equal(head.target_logprobs(hidden, targets), lp.detach())
+
+
+def test_kl_keeps_no_distributions_for_the_backward():
+    """The kl objective's head loop is checkpointed like the head's: under gradients nothing of the
+    vocabulary's width is kept, and the value and gradient are those of the plain formula."""
+    from depthprune.objectives.base import Batch, OutputHead
+    from depthprune.objectives.kl import KLObjective
+
+    model = random_model("llama", n_layers=2)
+    head = OutputHead(model, chunk_tokens=16)
+    vocab, width = model.config.vocab_size, model.config.hidden_size
+    reference = torch.randn(2, 21, width)
+    hidden = torch.randn(2, 21, width, requires_grad=True)
+    objective, batch = KLObjective(), Batch(torch.zeros(2, 21, dtype=torch.long))
+    objective.set_reference(0, reference, batch, head)
+    stats, kept = _saved_by_backward(lambda: objective.batch_stats(hidden, batch, head))
+    assert all(vocab not in s for s in kept), kept
+    (grad,) = torch.autograd.grad(stats[0], hidden)
+    lp = torch.log_softmax(model.lm_head(hidden[:, :-1]).float(), -1)
+    lq = torch.log_softmax(model.lm_head(reference[:, :-1]).float(), -1)
+    plain = (lq.exp() * (lq - lp)).sum().double()
+    (grad_plain,) = torch.autograd.grad(plain, hidden)
+    assert stats[1].item() == 40
+    torch.testing.assert_close(stats[0], plain)
+    torch.testing.assert_close(grad, grad_plain)
+    with torch.no_grad():
+        assert torch.equal(objective.batch_stats(hidden, batch, head), stats.detach())

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
+from torch.utils.checkpoint import checkpoint
 
 from depthprune.objectives.base import Batch, OutputHead, register
 from depthprune.objectives.ppl import PerplexityObjective
@@ -34,20 +35,30 @@ class KLObjective(PerplexityObjective):
         batch.payload["kl_reference"] = index
 
     def batch_stats(self, hidden: torch.Tensor, batch: Batch, head: OutputHead) -> torch.Tensor:
+        """Summed KL over the batch's predicted tokens, and their count. When gradients flow (cbo's
+        gate gradients) each chunk is checkpointed, as in :meth:`OutputHead.target_logprobs`: the
+        backward keeps the chunk's hidden states, not two vocabulary-wide distributions."""
         index = batch.payload.get("kl_reference")
         if index is None:
             raise RuntimeError("kl objective used before the dense reference was recorded")
         ref = self._reference[index]
         h = hidden[:, :-1].reshape(-1, hidden.shape[-1])
         r = ref[:, :-1].reshape(-1, ref.shape[-1])
+        grad = torch.is_grad_enabled() and h.requires_grad
         total = torch.zeros((), dtype=torch.float64, device=hidden.device)
         for start in range(0, h.shape[0], head.chunk_tokens):
-            lp = torch.log_softmax(head.logits(h[start : start + head.chunk_tokens]), dim=-1)
-            lq = torch.log_softmax(head.logits(r[start : start + head.chunk_tokens]), dim=-1)
-            total = total + (lq.exp() * (lq - lp)).sum().double()
+            hs, rs = h[start : start + head.chunk_tokens], r[start : start + head.chunk_tokens]
+            part = checkpoint(_chunk_kl, head, hs, rs, use_reentrant=False) if grad else _chunk_kl(head, hs, rs)
+            total = total + part
         count = torch.tensor(float(h.shape[0]), dtype=torch.float64, device=hidden.device)
         return torch.stack([total, count])
 
     def protocol(self) -> dict[str, Any]:
         return {**super().protocol(), "divergence": "KL(p_dense || p_pruned), token-averaged"}
 
+
+def _chunk_kl(head: OutputHead, hidden: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+    """Sum over a chunk's tokens of KL(p_reference || p_hidden), in float64."""
+    lp = torch.log_softmax(head.logits(hidden), dim=-1)
+    lq = torch.log_softmax(head.logits(reference), dim=-1)
+    return (lq.exp() * (lq - lp)).sum().double()
