@@ -109,3 +109,22 @@ def test_local_executor_runs_tasks_and_report_merges(cases, tmp_path, capsys):
         assert f"cluster-check/{model}/ppl" in out  # one task per model and objective, each reported
     report = (tmp_path / "REPORT.md").read_text()
     assert all(model in report for model in grid.models)  # the report merged both tasks' results
+
+
+def test_a_task_runs_its_pytest_with_as_many_threads_as_its_cpus(cases, tmp_path):
+    """torch sizes its pool by the cores it sees; the local executor shows each task all of them."""
+    grid = load_grid(cases / "check.toml")
+    task = make_tasks(grid, ROOT, tmp_path / "r", cases, threads=3)[0]
+    assert task.environment({"PATH": "/bin"}) == {"PATH": "/bin", "OMP_NUM_THREADS": "3"}
+    assert task.environment({"OMP_NUM_THREADS": "1"})["OMP_NUM_THREADS"] == "1"  # the user's setting wins
+    assert "OMP_NUM_THREADS" not in make_tasks(grid, ROOT, tmp_path / "r", cases)[0].environment({})
+
+
+def test_local_tasks_share_this_machines_cores(monkeypatch):
+    from depthprune import cli
+
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 16)
+    assert cli.task_threads("slurm", 8, 3) == 8  # a node's CPUs are the task's own
+    assert cli.task_threads("local", 8, 3) == 5
+    assert cli.task_threads("local", 2, 3) == 2
+    assert cli.task_threads("debug", 8, 40) == 1

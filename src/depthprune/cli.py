@@ -8,6 +8,7 @@ what is allowed, before anything is loaded or written); 1 for a failure during t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -430,6 +431,14 @@ def _check_plan(dirs: list[str]) -> int:
     return EXIT_FAILURE if bad else 0
 
 
+def task_threads(executor: str, cpus_per_task: int, n_tasks: int) -> int:
+    """Each task's torch threads: its CPUs; with the local executors, whose tasks all run at once on
+    this machine, at most this machine's cores shared among them."""
+    if executor == "slurm":
+        return cpus_per_task
+    return max(1, min(cpus_per_task, (os.cpu_count() or 1) // max(1, n_tasks)))
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
@@ -449,6 +458,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
                            extra=tuple(extra))
     except ValueError as err:
         raise UsageError(f"--model/--objective/--repo: {err}") from None
+    threads = task_threads(args.executor, args.cpus_per_task, len(tasks))
+    tasks = [dataclasses.replace(t, threads=threads) for t in tasks]
     parameters: dict[str, Any] = {"timeout_min": args.timeout_min, "gpus_per_node": args.gpus_per_task,
                                   "cpus_per_task": args.cpus_per_task}
     if args.mem_gb is not None:
@@ -587,7 +598,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ci-slice", action="store_true", help="only the grid's [ci] cells (default: every cell)")
     p.add_argument("--partition", default=None, help="SLURM partition")
     p.add_argument("--gpus-per-task", type=_positive(0), default=1, help="GPUs per task (default 1)")
-    p.add_argument("--cpus-per-task", type=_positive(1), default=8, help="CPUs per task (default 8)")
+    p.add_argument("--cpus-per-task", type=_positive(1), default=8, help="CPUs per task, and its torch threads (default 8; local executor: at most "
+                   "this machine's cores shared among the tasks)")
     p.add_argument("--mem-gb", type=_positive(1), default=None, help="host memory per task in GB")
     p.add_argument("--timeout-min", type=_positive(1), default=24 * 60, help="time limit per task (default 1440)")
     p.add_argument("--array-parallelism", type=_positive(1), default=None, help="tasks running at once (SLURM)")
