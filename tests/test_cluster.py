@@ -115,9 +115,9 @@ def test_a_task_runs_its_pytest_with_as_many_threads_as_its_cpus(cases, tmp_path
     """torch sizes its pool by the cores it sees; the local executor shows each task all of them."""
     grid = load_grid(cases / "check.toml")
     task = make_tasks(grid, ROOT, tmp_path / "r", cases, threads=3)[0]
-    assert task.environment({"PATH": "/bin"}) == {"PATH": "/bin", "OMP_NUM_THREADS": "3"}
-    assert task.environment({"OMP_NUM_THREADS": "1"})["OMP_NUM_THREADS"] == "1"  # the user's setting wins
-    assert "OMP_NUM_THREADS" not in make_tasks(grid, ROOT, tmp_path / "r", cases)[0].environment({})
+    assert task.environment({"PATH": "/bin"}) == {"PATH": "/bin", "DEPTHPRUNE_THREADS": "3", "OMP_NUM_THREADS": "3"}
+    assert task.environment({"DEPTHPRUNE_THREADS": "1"})["DEPTHPRUNE_THREADS"] == "1"  # the user's setting wins
+    assert make_tasks(grid, ROOT, tmp_path / "r", cases)[0].environment({}) == {}
 
 
 def test_local_tasks_share_this_machines_cores(monkeypatch):

@@ -71,12 +71,12 @@ class GridTask:
         return cmd + list(self.extra)
 
     def environment(self, parent: dict[str, str] | None = None) -> dict[str, str]:
-        """The pytest's environment: the parent's, with ``OMP_NUM_THREADS`` = the task's CPUs unless
-        set. torch sizes its thread pool by the cores it sees, and the local executor (like a node
-        without CPU binding) shows every task all of them: three tasks on two cores ran six busy
-        threads, 20 % of the time in the kernel."""
+        """The pytest's environment: the parent's, with ``DEPTHPRUNE_THREADS`` (torch's threads in
+        the suite's conftest, default 2) and ``OMP_NUM_THREADS`` = the task's CPUs unless set. Three
+        local tasks on two cores otherwise ran six busy threads, 20 % of the time in the kernel."""
         env = dict(os.environ if parent is None else parent)
         if self.threads:
+            env.setdefault("DEPTHPRUNE_THREADS", str(self.threads))
             env.setdefault("OMP_NUM_THREADS", str(self.threads))
         return env
 
