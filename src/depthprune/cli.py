@@ -598,8 +598,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ci-slice", action="store_true", help="only the grid's [ci] cells (default: every cell)")
     p.add_argument("--partition", default=None, help="SLURM partition")
     p.add_argument("--gpus-per-task", type=_positive(0), default=1, help="GPUs per task (default 1)")
-    p.add_argument("--cpus-per-task", type=_positive(1), default=8, help="CPUs per task, and its torch threads (default 8; local executor: at most "
-                   "this machine's cores shared among the tasks)")
+    p.add_argument("--cpus-per-task", type=_positive(1), default=8,
+                   help="CPUs per task, and its torch threads (default 8; local executor: at most this machine's "
+                        "cores shared among the tasks)")
     p.add_argument("--mem-gb", type=_positive(1), default=None, help="host memory per task in GB")
     p.add_argument("--timeout-min", type=_positive(1), default=24 * 60, help="time limit per task (default 1440)")
     p.add_argument("--array-parallelism", type=_positive(1), default=None, help="tasks running at once (SLURM)")

@@ -51,7 +51,7 @@ class GridTask:
     full_grid: bool = True
     keyword: str | None = None  # pytest -k on top of the model/objective selection
     extra: tuple[str, ...] = ()  # more pytest arguments (e.g. --redo, --reference-dir DIR)
-    threads: int | None = None  # the task's CPUs: its torch threads (None: torch's default)
+    threads: int | None = None  # the task's CPUs: its torch threads (None: the suite's default)
 
     @property
     def name(self) -> str:
