@@ -15,6 +15,7 @@ every built-in objective is *linear* in them, so gradients accumulate over micro
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -70,19 +71,20 @@ class OutputHead:
         return x.float()
 
     def target_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """log p(targets[n] | hidden[n]) for flat ``hidden`` [N, H] and ``targets`` [N].
-
-        When gradients flow (cbo's gate gradients), each chunk is checkpointed: the backward
-        keeps the chunk's hidden states, not its logits, and recomputes them one chunk at a time.
-        """
-        grad = torch.is_grad_enabled() and hidden.requires_grad
-        out = []
-        for start in range(0, hidden.shape[0], self.chunk_tokens):
-            h = hidden[start : start + self.chunk_tokens]
-            tgt = targets[start : start + self.chunk_tokens]
-            out.append(checkpoint(self._chunk_logprobs, h, tgt, use_reentrant=False) if grad
-                       else self._chunk_logprobs(h, tgt))
+        """log p(targets[n] | hidden[n]) for flat ``hidden`` [N, H] and ``targets`` [N]."""
+        out = self.per_chunk(self._chunk_logprobs, hidden, targets)
         return torch.cat(out) if out else hidden.new_zeros(0, dtype=torch.float32)
+
+    def per_chunk(self, fn: Callable[..., torch.Tensor], *flat: torch.Tensor) -> list[torch.Tensor]:
+        """``fn`` on ``chunk_tokens`` rows of each flat tensor at a time, so memory does not grow with
+        the vocabulary. When gradients flow (cbo's gate gradients), each chunk is checkpointed: the
+        backward keeps the chunk's inputs, not its logits, and recomputes them one chunk at a time."""
+        grad = torch.is_grad_enabled() and any(t.requires_grad for t in flat)
+        out = []
+        for start in range(0, flat[0].shape[0], self.chunk_tokens):
+            chunk = [t[start : start + self.chunk_tokens] for t in flat]
+            out.append(checkpoint(fn, *chunk, use_reentrant=False) if grad else fn(*chunk))
+        return out
 
     def _chunk_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         logits = self.logits(hidden)

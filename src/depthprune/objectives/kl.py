@@ -13,11 +13,11 @@ output head a chunk of tokens at a time. Full dense distributions are never stor
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
-from torch.utils.checkpoint import checkpoint
 
 from depthprune.objectives.base import Batch, OutputHead, register
 from depthprune.objectives.ppl import PerplexityObjective
@@ -35,20 +35,17 @@ class KLObjective(PerplexityObjective):
         batch.payload["kl_reference"] = index
 
     def batch_stats(self, hidden: torch.Tensor, batch: Batch, head: OutputHead) -> torch.Tensor:
-        """Summed KL over the batch's predicted tokens, and their count. When gradients flow (cbo's
-        gate gradients) each chunk is checkpointed, as in :meth:`OutputHead.target_logprobs`: the
-        backward keeps the chunk's hidden states, not two vocabulary-wide distributions."""
+        """Summed KL over the batch's predicted tokens, and their count, a head chunk at a time
+        (:meth:`OutputHead.per_chunk`: checkpointed when gradients flow, so cbo's backward keeps
+        hidden states, not two vocabulary-wide distributions)."""
         index = batch.payload.get("kl_reference")
         if index is None:
             raise RuntimeError("kl objective used before the dense reference was recorded")
         ref = self._reference[index]
         h = hidden[:, :-1].reshape(-1, hidden.shape[-1])
         r = ref[:, :-1].reshape(-1, ref.shape[-1])
-        grad = torch.is_grad_enabled() and h.requires_grad
         total = torch.zeros((), dtype=torch.float64, device=hidden.device)
-        for start in range(0, h.shape[0], head.chunk_tokens):
-            hs, rs = h[start : start + head.chunk_tokens], r[start : start + head.chunk_tokens]
-            part = checkpoint(_chunk_kl, head, hs, rs, use_reentrant=False) if grad else _chunk_kl(head, hs, rs)
+        for part in head.per_chunk(functools.partial(_chunk_kl, head), h, r):
             total = total + part
         count = torch.tensor(float(h.shape[0]), dtype=torch.float64, device=hidden.device)
         return torch.stack([total, count])
