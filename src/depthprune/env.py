@@ -29,12 +29,12 @@ RESULT_LIBRARIES = tuple(p for p in PACKAGES if p != "depthprune") + ("gpytorch"
 _PACKAGE_ROOT = Path(__file__).resolve().parent
 #: Parts of the package that cannot change a result: presentation (report, CLI), the
 #: harness around a cell (references; case-file parsing: case settings enter the cell
-#: fingerprint themselves; the cluster submission; the planner), the tiny family's and the
+#: fingerprint themselves; the cluster submission; the planner; the GPU throughput check), the tiny family's and the
 #: real profile's build recipes (their outputs, the shipped weights, fixtures and frozen data,
 #: are fingerprinted as data), and the rehearsal's stand-in builder and checks (stand-in
 #: weights are fingerprinted by weights.py).
 _NOT_RESULT_AFFECTING = ("report/", "cli.py", "grid/reference.py", "grid/cases.py", "grid/cluster.py", "plan.py",
-                         "tiny/", "real/", "rehearsal/")
+                         "device_check.py", "tiny/", "real/", "rehearsal/")
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
@@ -91,6 +91,8 @@ def git_revision(path: Path | None = None) -> str:
 def environment(device: str = "cpu", dtype: str = "float32") -> dict[str, Any]:
     import torch
 
+    from depthprune.precision import kernel_record
+
     info: dict[str, Any] = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -99,6 +101,7 @@ def environment(device: str = "cpu", dtype: str = "float32") -> dict[str, Any]:
         "dtype": dtype,
         "torch_threads": torch.get_num_threads(),
         "git_revision": git_revision(),
+        "kernels": kernel_record(device),  # which matmul kernels ran (AMX or not): depthprune.precision
     }
     if device.startswith("cuda") and torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(torch.device(device))

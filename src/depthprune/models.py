@@ -205,17 +205,12 @@ def is_stand_in(path: str | Path) -> bool:
     return (Path(path) / STAND_IN_MARKER).is_file()
 
 
-def resolve_dtype(dtype: str | torch.dtype, device: str) -> torch.dtype:
-    """``auto`` means bf16 on CUDA (the paper's setting) and fp32 on CPU (exact, portable)."""
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-             "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
-    if dtype == "auto":
-        return torch.bfloat16 if device.startswith("cuda") else torch.float32
-    if dtype not in table:
-        raise ValueError(f"unknown dtype {dtype!r}; allowed: auto, {', '.join(table)}")
-    return table[dtype]
+def resolve_dtype(dtype: str | torch.dtype, device: str, announce: bool = False) -> torch.dtype:
+    """``auto`` means bf16 on CUDA (the paper's setting) and, on a CPU, bf16 only where bf16
+    matmuls run on AMX, else fp32 (:mod:`depthprune.precision` asks the machine)."""
+    from depthprune.precision import resolve_dtype as resolve
+
+    return resolve(dtype, device, announce=announce)
 
 
 def resolve_device(device: str | None) -> str:
@@ -252,7 +247,7 @@ def load_model(
     spec = resolve(model)
     path = locate(spec, allow_download=allow_download)
     dev = resolve_device(device)
-    torch_dtype = resolve_dtype(dtype, dev)
+    torch_dtype = resolve_dtype(dtype, dev, announce=True)
     gguf = gguf_file_in(spec, path)
     extra = {"gguf_file": gguf} if gguf else {}
     tokenizer = AutoTokenizer.from_pretrained(path, revision=spec.revision, **extra)

@@ -1,0 +1,135 @@
+"""Which numeric precision a run uses, and why: ``dtype = "auto"`` asks the machine.
+
+On CUDA, ``auto`` is bfloat16 (the paper's setting). On a CPU, bf16 is fast only where the
+matrix products run on AMX tiles: measured on this project's machines (1 thread), a bf16
+matmul ran 8.4x faster than fp32 with AMX, 0.6x without it (AVX512-BF16 only) and 0.015x
+without native bf16 (AVX2); a whole smollm2-135m forward 3.8x faster with AMX and 0.69x
+without. So ``auto`` on a CPU means bf16 only where a bf16 matmul *is* an AMX kernel.
+
+That is asked, not assumed: CPUID (torch's ``_is_amx_tile_supported``) says whether the
+processor has AMX tiles, but torch's capability checks ignore ``ONEDNN_MAX_CPU_ISA``, which
+can forbid AMX to oneDNN, the library that runs bf16 matmuls on a CPU. So :func:`cpu_kernels`
+runs one small bf16 matmul under oneDNN's verbose mode and reads the kernel it dispatched
+(e.g. ``brg_matmul:avx10_1_512_amx`` or ``brg_matmul:avx512_core_bf16``). Results record all
+three (:func:`kernel_record`), so a number can be traced to the kernels that made it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+import warnings
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+import torch
+
+#: measured slowdown of bf16 against fp32 where bf16 matmuls do not run on AMX (module docstring)
+NO_AMX_SLOWDOWN = "a smollm2-135m forward took 1.45x as long as in float32 with AVX512-BF16 kernels, " \
+                  "and a matmul ~65x as long without native bf16 (AVX2)"
+
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+          "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+
+
+@dataclass(frozen=True)
+class CpuKernels:
+    """What this process's CPU offers bf16 matrix products, and what oneDNN picked."""
+
+    amx_tile: bool  # CPUID: the processor has AMX tiles
+    avx512_bf16: bool  # CPUID: native bf16 vector instructions
+    onednn_max_cpu_isa: str | None  # the environment's cap on oneDNN's ISA, if set
+    bf16_matmul_kernel: str  # the implementation oneDNN ran for a bf16 matmul ("unknown" if not seen)
+    capability: str  # ATen's vectorisation level (torch.backends.cpu.get_cpu_capability)
+
+    @property
+    def bf16_on_amx(self) -> bool:
+        return self.amx_tile and "amx" in self.bf16_matmul_kernel
+
+
+def _probe_onednn_kernel() -> str:
+    """The oneDNN implementation of one 64x64 bf16 matmul, read from oneDNN's verbose output
+    (printed on file descriptor 1 by C code, so fd 1 is redirected for the one product)."""
+    if not torch.backends.mkldnn.is_available():
+        return "unknown (torch built without oneDNN)"
+    a = torch.ones(64, 64, dtype=torch.bfloat16)
+    fd, path = tempfile.mkstemp(prefix="depthprune-onednn-")
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(fd, 1)
+        with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+            a @ a
+        sys.stdout.flush()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(fd)
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    finally:
+        os.unlink(path)
+    found = re.search(r"primitive,exec,cpu,matmul,([^,]+),", text)
+    return found.group(1) if found else "none (oneDNN ran no bf16 matmul: ATen's own kernel did)"
+
+
+@lru_cache(maxsize=1)
+def cpu_kernels() -> CpuKernels:
+    cpu = torch.cpu
+    return CpuKernels(
+        amx_tile=bool(getattr(cpu, "_is_amx_tile_supported", lambda: False)()),
+        avx512_bf16=bool(getattr(cpu, "_is_avx512_bf16_supported", lambda: False)()),
+        onednn_max_cpu_isa=os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA"),
+        bf16_matmul_kernel=_probe_onednn_kernel(),
+        capability=torch.backends.cpu.get_cpu_capability(),
+    )
+
+
+def auto_dtype(device: str) -> tuple[torch.dtype, str]:
+    """``(dtype, why)`` that ``dtype = "auto"`` means on ``device`` (module docstring)."""
+    if device.startswith("cuda"):
+        return torch.bfloat16, "auto on CUDA: bfloat16 (the paper's setting)"
+    k = cpu_kernels()
+    if k.bf16_on_amx:
+        return torch.bfloat16, f"auto on CPU: bfloat16, since bf16 matmuls run on AMX here ({k.bf16_matmul_kernel})"
+    if not k.amx_tile:
+        why = "this CPU has no AMX tiles"
+    else:
+        why = (f"AMX is present but oneDNN does not use it (ONEDNN_MAX_CPU_ISA={k.onednn_max_cpu_isa}; "
+               f"bf16 matmul kernel {k.bf16_matmul_kernel})")
+    return torch.float32, f"auto on CPU: float32, since {why}; bf16 would be slower"
+
+
+_announced: set[tuple[str, str]] = set()
+
+
+def resolve_dtype(dtype: str | torch.dtype, device: str, announce: bool = False) -> torch.dtype:
+    """The torch dtype a run uses. ``announce``: print once per process which dtype ``auto``
+    chose and why, and warn when bf16 is asked for on a CPU whose bf16 matmuls avoid AMX."""
+    if isinstance(dtype, torch.dtype):
+        chosen, why = dtype, ""
+    elif dtype == "auto":
+        chosen, why = auto_dtype(device)
+    elif dtype in DTYPES:
+        chosen, why = DTYPES[dtype], ""
+    else:
+        raise ValueError(f"unknown dtype {dtype!r}; allowed: auto, {', '.join(DTYPES)}")
+    if announce and (device, str(chosen)) not in _announced:
+        _announced.add((device, str(chosen)))
+        if why:
+            print(f"depthprune: dtype {str(chosen).removeprefix('torch.')} ({why})", file=sys.stderr)
+        if chosen == torch.bfloat16 and device == "cpu" and not cpu_kernels().bf16_on_amx:
+            warnings.warn(f"bfloat16 on a CPU without AMX matmuls ({cpu_kernels().bf16_matmul_kernel}) is slower "
+                          f"than float32: {NO_AMX_SLOWDOWN}; dtype auto would choose float32", UserWarning,
+                          stacklevel=2)
+    return chosen
+
+
+def kernel_record(device: str) -> dict[str, object]:
+    """What a result records of the kernels behind it (CPU runs; a CUDA run records its GPU)."""
+    if device.startswith("cuda"):
+        return {"cuda": torch.version.cuda, "tf32_matmul": torch.backends.cuda.matmul.allow_tf32}
+    return asdict(cpu_kernels())

@@ -1,0 +1,162 @@
+"""Numeric precision: what ``dtype = "auto"`` chooses, and the float32 steps inside a bf16 run.
+
+The two steps a bf16 model would otherwise run in bf16 are the output head's product and the
+gate product that cbo's J is differentiated through (depthprune.objectives.base, gates). Each is
+checked against the same computation in float64 on the same bf16 blocks, so only the step under
+test differs, and against a naive all-bf16 version that must miss the same bound. Bounds:
+
+* calibration loss, relative: 1e-5, a tenth of the tiny grid's reference tolerance (1e-4,
+  cases/tiny.toml). Measured on tiny-llama3: float32 head 2e-8 (ppl), 3e-7 (margin); bf16 head
+  3e-4 and 1.5e-3, beyond the grid's own tolerance.
+* J, relative Frobenius error: 1e-4. Measured: float32 gates ~1e-7; bf16 gates 0.8% (ppl) and
+  4.7% (margin), with entries changing sign.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from depthprune import precision
+from depthprune.calibration import CalibrationData
+from depthprune.gates import gate_gradient, reduce_weights
+from depthprune.objectives import make_objective
+from depthprune.objectives.base import OutputHead
+from depthprune.precision import CpuKernels, auto_dtype, resolve_dtype
+
+LOSS_BOUND = 1e-5
+J_BOUND = 1e-4
+
+
+def _kernels(**over) -> CpuKernels:
+    base = dict(amx_tile=True, avx512_bf16=True, onednn_max_cpu_isa=None,
+                bf16_matmul_kernel="brg_matmul:avx10_1_512_amx", capability="AVX512")
+    return CpuKernels(**{**base, **over})
+
+
+@pytest.mark.parametrize("kernels, want", [
+    (_kernels(), torch.bfloat16),
+    (_kernels(onednn_max_cpu_isa="AVX512_CORE_BF16", bf16_matmul_kernel="brg_matmul:avx512_core_bf16"), torch.float32),
+    (_kernels(amx_tile=False, bf16_matmul_kernel="brg_matmul:avx512_core_bf16"), torch.float32),
+    (_kernels(amx_tile=False, avx512_bf16=False, bf16_matmul_kernel="unknown (torch built without oneDNN)"), torch.float32),
+])
+def test_auto_on_cpu_is_bf16_only_where_bf16_matmuls_run_on_amx(monkeypatch, kernels, want):
+    monkeypatch.setattr(precision, "cpu_kernels", lambda: kernels)
+    dtype, why = auto_dtype("cpu")
+    assert dtype == want and why.startswith(f"auto on CPU: {str(want).removeprefix('torch.')}")
+    assert auto_dtype("cuda")[0] == torch.bfloat16 and resolve_dtype("auto", "cuda:1") == torch.bfloat16
+    assert resolve_dtype("float32", "cpu") == torch.float32 and resolve_dtype("bf16", "cpu") == torch.bfloat16
+    with pytest.raises(ValueError, match="allowed: auto, float32"):
+        resolve_dtype("int3", "cpu")
+
+
+def test_the_choice_is_announced_once_and_bf16_without_amx_warns(monkeypatch, capsys):
+    monkeypatch.setattr(precision, "_announced", set())
+    monkeypatch.setattr(precision, "cpu_kernels", lambda: _kernels(amx_tile=False, bf16_matmul_kernel="brg_matmul:avx512_core_bf16"))
+    resolve_dtype("auto", "cpu", announce=True)
+    resolve_dtype("auto", "cpu", announce=True)
+    err = capsys.readouterr().err
+    assert err.count("depthprune: dtype float32 (auto on CPU: float32, since this CPU has no AMX tiles") == 1
+    with pytest.warns(UserWarning, match="slower than float32: a smollm2-135m forward took 1.45x"):
+        resolve_dtype("bfloat16", "cpu", announce=True)
+    monkeypatch.setattr(precision, "cpu_kernels", lambda: _kernels())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        resolve_dtype("bfloat16", "cpu", announce=True)  # AMX: no warning
+
+
+_PROBE = ("from depthprune.precision import cpu_kernels, auto_dtype; k = cpu_kernels(); "
+          "print(k.amx_tile, k.bf16_matmul_kernel, auto_dtype('cpu')[0], sep='|')")
+
+
+@pytest.mark.parametrize("cap", [None, "AVX512_CORE_BF16", "AVX2"])
+def test_the_probe_reads_the_kernel_onednn_really_runs(cap):
+    """ONEDNN_MAX_CPU_ISA is invisible to torch's CPUID checks; the probe sees it in the kernel."""
+    env = {k: v for k, v in os.environ.items() if k not in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")}
+    if cap:
+        env["ONEDNN_MAX_CPU_ISA"] = cap
+    out = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, check=True).stdout
+    amx, kernel, dtype = out.strip().split("|")
+    if cap or amx == "False":
+        assert "amx" not in kernel and dtype == "torch.float32"
+    else:
+        assert "amx" in kernel and dtype == "torch.bfloat16"
+
+
+def test_results_record_the_kernels(monkeypatch):
+    from depthprune.env import environment
+
+    monkeypatch.setattr(precision, "cpu_kernels", lambda: _kernels())
+    rec = environment("cpu", "torch.bfloat16")["kernels"]
+    assert rec["bf16_matmul_kernel"] == "brg_matmul:avx10_1_512_amx" and rec["amx_tile"] is True
+
+
+@pytest.fixture(scope="module")
+def bf16_tiny():
+    from depthprune.recipe import Session
+
+    session = Session.open("tiny-llama3", device="cpu", dtype="bfloat16", batch_size=8)
+    yield session
+    session.close()
+
+
+def _data(session, name: str) -> CalibrationData:
+    params = {"ppl": dict(dataset="c4_train", n_samples=8, seq_len=64, seed=0),
+              "margin": dict(dataset="commonsense170k", n_items=16, seed=0, answer="cloze")}[name]
+    objective = make_objective(name, session.profile, **params)
+    return CalibrationData.build(session.model, objective.prepare(session.tokenizer, session.profile, 8), objective)
+
+
+def _loss(data: CalibrationData) -> float:
+    with torch.no_grad():
+        stats = [data.objective.batch_stats(data.decoder.owner(**b.model_inputs("cpu"), use_cache=False)
+                                            .last_hidden_state, b, data.head) for b in data.batches]
+    return float(data.objective.reduce(stats))
+
+
+@pytest.mark.parametrize("objective", ["ppl", "margin"])
+def test_bf16_calibration_loss_matches_a_float64_head_and_a_bf16_head_does_not(bf16_tiny, monkeypatch, objective):
+    data = _data(bf16_tiny, objective)
+    ours = _loss(data)
+    monkeypatch.setattr(OutputHead, "_product", lambda self, h: F.linear(h.double(), self.head.weight.double()))
+    exact = _loss(data)
+    monkeypatch.setattr(OutputHead, "_product", lambda self, h: self.head(h))  # naive: logits rounded to bf16
+    naive = _loss(data)
+    assert abs(ours - exact) <= LOSS_BOUND * abs(exact)
+    assert abs(naive - exact) > LOSS_BOUND * abs(exact)
+
+
+@pytest.mark.parametrize("objective", ["ppl", "margin"])
+def test_bf16_cbo_j_matches_float64_gates_and_bf16_gates_do_not(bf16_tiny, objective):
+    data = _data(bf16_tiny, objective)
+    weights = reduce_weights(data)
+    probe = (3, 8, 12)  # three columns of J: (g_j - g0) / 2
+
+    def columns(dtype: torch.dtype) -> torch.Tensor:
+        g0 = gate_gradient(data, frozenset(), weights, gate_dtype=dtype)
+        return torch.stack([(gate_gradient(data, frozenset([j]), weights, gate_dtype=dtype) - g0) / 2 for j in probe])
+
+    exact = columns(torch.float64)
+    err = {d: float((columns(d) - exact).norm() / exact.norm()) for d in (torch.float32, torch.bfloat16)}
+    assert err[torch.float32] <= J_BOUND, err
+    assert err[torch.bfloat16] > J_BOUND, err
+
+
+def test_float32_model_head_is_the_model_head_unchanged():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                         num_attention_heads=2, num_key_value_heads=1, vocab_size=97)).eval()
+    hidden = torch.randn(5, 32)
+    assert torch.equal(OutputHead(model).logits(hidden), model.lm_head(hidden))
+    model.to(torch.bfloat16)
+    got = OutputHead(model).logits(hidden.bfloat16())
+    assert got.dtype == torch.float32
+    assert torch.equal(got, F.linear(hidden.bfloat16().float(), model.lm_head.weight.float()))
