@@ -45,11 +45,15 @@ def energy_passes(n_layers: int) -> tuple[int, int]:
     return n_layers + (n_layers + 1) * n_layers, (n_layers + 1) * n_layers
 
 
-def _gate_hook(gates: torch.Tensor, i: int):
+def _gate_hook(gates: torch.Tensor, i: int, dtype: torch.dtype):
     def hook(module, args, kwargs, output):
         inp = args[0] if args else kwargs["hidden_states"]
         out = hidden_of(output)
-        gated = inp + gates[i].to(out.dtype) * (out - inp)
+        # In float32 (``dtype``) whatever the blocks' dtype: the gate's gradient is a sum over every
+        # hidden element, and J = (g_j - g0) / 2 a difference of two nearly equal gradients, which
+        # bf16's 8-bit mantissa rounds away (tests/test_precision.py). At g = 1 the update is exact
+        # in float32, so the rounded output equals the block's own.
+        gated = (inp.to(dtype) + gates[i].to(dtype) * (out.to(dtype) - inp.to(dtype))).to(out.dtype)
         if isinstance(output, tuple):
             return (gated, *output[1:])
         return gated
@@ -100,10 +104,12 @@ def reduce_weights(data: CalibrationData) -> list[torch.Tensor | None]:
 
 
 def gate_gradient(data: CalibrationData, removed: frozenset[int],
-                  weights: list[torch.Tensor | None] | None = None, recompute: bool = True) -> torch.Tensor:
+                  weights: list[torch.Tensor | None] | None = None, recompute: bool = True,
+                  gate_dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """∂loss/∂x (x = 1 − gates) at the removal vector of ``removed``: [L] float64.
 
-    ``recompute``: activation checkpointing of the blocks (module docstring); off only to test it.
+    ``recompute``: activation checkpointing of the blocks (module docstring); ``gate_dtype``: the
+    precision of the gate product (:func:`_gate_hook`). Both are changed only to test them.
     """
     if weights is None:
         weights = reduce_weights(data)
@@ -113,7 +119,7 @@ def gate_gradient(data: CalibrationData, removed: frozenset[int],
         gates[i] = 0.0
     gates.requires_grad_(True)
     layers = data.decoder.layers
-    hooks = [layers[i].register_forward_hook(_gate_hook(gates, i), with_kwargs=True) for i in range(L)]
+    hooks = [layers[i].register_forward_hook(_gate_hook(gates, i, gate_dtype), with_kwargs=True) for i in range(L)]
     trainable = [p for p in data.model.parameters() if p.requires_grad]
     for p in trainable:  # only the gates need gradients
         p.requires_grad_(False)
@@ -134,16 +140,17 @@ def gate_gradient(data: CalibrationData, removed: frozenset[int],
     return -gates.grad.detach().double().cpu()
 
 
-def quadratic_energy(data: CalibrationData, h: list[float]) -> tuple[list[float], list[list[float]]]:
+def quadratic_energy(data: CalibrationData, h: list[float],
+                     gate_dtype: torch.dtype = torch.float32) -> tuple[list[float], list[list[float]]]:
     """(h, J) of the module docstring; ``h`` = the single-removal loss increases f({i}) − f(∅)."""
     L = data.n_layers
     if len(h) != L:
         raise ValueError(f"h has {len(h)} entries for {L} layers")
     weights = reduce_weights(data)
-    g0 = gate_gradient(data, frozenset(), weights)
+    g0 = gate_gradient(data, frozenset(), weights, gate_dtype=gate_dtype)
     J = torch.zeros(L, L, dtype=torch.float64)
     for j in range(L):
-        J[:, j] = (gate_gradient(data, frozenset([j]), weights) - g0) / 2
+        J[:, j] = (gate_gradient(data, frozenset([j]), weights, gate_dtype=gate_dtype) - g0) / 2
     J = (J + J.T) / 2
     J.fill_diagonal_(0.0)
     return list(h), J.tolist()

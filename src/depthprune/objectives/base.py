@@ -49,6 +49,12 @@ class OutputHead:
     Granite's ``logits_scaling`` (divide), Cohere's ``logit_scale`` (multiply) and Gemma's
     ``final_logit_softcapping``. The scorer's start-up self-check compares the result
     with the model's own logits, so an architecture that does something else is refused.
+
+    The logits are float32 also for a bf16 model: a bf16 matmul rounds each logit to 8
+    mantissa bits (up to 0.35% of the largest) before any cast, and on smollm2-135m that
+    reordered near-tied candidate sets of a greedy step (DESIGN.md, "Numeric precision").
+    So the head's product runs on float32 copies of its bf16 inputs, which are exact; on CUDA
+    a bf16 matmul with a float32 output does the same at bf16 speed where torch has one.
     """
 
     def __init__(self, model: nn.Module, chunk_tokens: int = 2048) -> None:
@@ -63,12 +69,26 @@ class OutputHead:
         self.chunk_tokens = chunk_tokens
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        x = self.head(hidden)
+        x = self._product(hidden)
         if self.scale != 1.0:
             x = x * self.scale
         if self.softcap:
             x = torch.tanh(x / self.softcap) * self.softcap
         return x.float()
+
+    def _product(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``lm_head(hidden)`` with float32 output (class docstring)."""
+        head = self.head
+        if hidden.dtype == torch.float32 or not isinstance(head, nn.Linear):
+            return head(hidden)
+        if hidden.is_cuda and not torch.is_grad_enabled() and head.bias is None:
+            try:
+                flat = hidden.reshape(-1, hidden.shape[-1])
+                return torch.mm(flat, head.weight.t(), out_dtype=torch.float32).view(*hidden.shape[:-1], -1)
+            except (RuntimeError, TypeError):  # no bf16 -> fp32 kernel in this torch
+                pass
+        bias = None if head.bias is None else head.bias.float()
+        return nn.functional.linear(hidden.float(), head.weight.float(), bias)
 
     def target_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """log p(targets[n] | hidden[n]) for flat ``hidden`` [N, H] and ``targets`` [N]."""
