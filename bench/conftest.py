@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,9 @@ def pytest_addoption(parser):
     group.addoption("--objective", action="append", default=None, metavar="NAME",
                     help="only this objective's cells (repeatable; exact name)")
     group.addoption("--device", default=None, help="device for cells (default: per grid; xdist worker i -> cuda:i)")
+    group.addoption("--dtype", default=None, choices=("auto", "float32", "bfloat16"),
+                    help="numeric precision of every cell, over the case files' (a cell then needs a reference of "
+                    "that dtype: reference/<dtype>/)")
     group = parser.getgroup("depthprune rehearsal")
     group.addoption("--rehearsal", default=os.environ.get("DEPTHPRUNE_REHEARSAL"), metavar="DIR",
                     help="stand-ins built by `python -m depthprune.rehearsal build --out DIR` (env DEPTHPRUNE_REHEARSAL); "
@@ -46,6 +50,8 @@ def pytest_addoption(parser):
 
 def _grids(config):
     grids = load_grids(config.getoption("--cases"))
+    if config.getoption("--dtype"):
+        grids = [replace(g, dtype=config.getoption("--dtype")) for g in grids]
     wanted = config.getoption("--grid")
     if wanted:
         unknown = sorted(set(wanted) - {g.name for g in grids})

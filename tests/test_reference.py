@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from depthprune.grid.cases import Tolerance
 from depthprune.grid.reference import (
     compare,
     format_failure,
     make_reference,
     read_reference,
+    reference_dtypes,
     write_public_references,
     write_reference,
 )
@@ -18,16 +21,39 @@ from depthprune.grid.reference import (
 def _result(removed, loss, **metrics):
     return {"cell": "m-ppl-greedy-M2", "removed": removed, "calibration_loss": loss, "fingerprint": "f",
             "metrics": {"wikitext2_ppl": 20.0, "hellaswag_acc_norm": 0.5, "avg_acc": 0.55,
-                        "hellaswag_acc_stderr": 0.03, **metrics}, "environment": {}}
+                        "hellaswag_acc_stderr": 0.03, **metrics}, "environment": {"dtype": "torch.bfloat16"}}
 
 
 def test_identical_result_passes_and_reference_roundtrips(tmp_path):
     ref = make_reference(_result([3, 7], 2.0), Tolerance(), "test")
     assert "hellaswag_acc_stderr" not in ref["metrics"] and ref["provenance"]["written_by"] == "test"
-    write_reference(tmp_path, ref)
-    assert read_reference(tmp_path, "m-ppl-greedy-M2") == json.loads(json.dumps(ref))
+    assert write_reference(tmp_path, ref) == tmp_path / "bfloat16" / "m-ppl-greedy-M2.json"
+    assert read_reference(tmp_path, "m-ppl-greedy-M2", "torch.bfloat16") == json.loads(json.dumps(ref))
     assert compare(_result([3, 7], 2.0), ref) == ([], [])
-    assert read_reference(tmp_path, "absent") is None
+    assert read_reference(tmp_path, "absent", "bfloat16") is None
+
+
+def test_a_reference_serves_only_its_own_dtype(tmp_path):
+    write_reference(tmp_path, make_reference(_result([3, 7], 2.0), Tolerance(), "t"))
+    assert read_reference(tmp_path, "m-ppl-greedy-M2", "float32") is None
+    assert reference_dtypes(tmp_path, "m-ppl-greedy-M2") == ["bfloat16"]
+    fp32 = {**_result([3, 7], 2.0), "environment": {"dtype": "torch.float32"}}
+    write_reference(tmp_path, make_reference(fp32, Tolerance(), "t"))
+    assert reference_dtypes(tmp_path, "m-ppl-greedy-M2") == ["bfloat16", "float32"]
+    assert read_reference(tmp_path, "m-ppl-greedy-M2", "float32")["dtype"] == "float32"
+    # compare() itself refuses another precision, identical numbers or not
+    problems, _ = compare(fp32, read_reference(tmp_path, "m-ppl-greedy-M2", "bfloat16"))
+    assert problems and "made in bfloat16, this result in float32" in problems[0]
+
+
+def test_a_misfiled_reference_is_an_error_not_a_comparison(tmp_path):
+    ref = make_reference(_result([3, 7], 2.0), Tolerance(), "t")
+    (tmp_path / "float32").mkdir()
+    (tmp_path / "float32" / "m-ppl-greedy-M2.json").write_text(json.dumps(ref))
+    with pytest.raises(ValueError, match="made in bfloat16 is filed as 'float32'"):
+        read_reference(tmp_path, "m-ppl-greedy-M2", "float32")
+    with pytest.raises(ValueError, match="records no dtype"):
+        make_reference({**_result([3, 7], 2.0), "environment": {}}, Tolerance(), "t")
 
 
 def test_metric_out_of_tolerance_is_named_with_delta():
@@ -56,7 +82,7 @@ def test_same_set_different_loss_fails():
 def test_public_source_references(tmp_path):
     paths = write_public_references(tmp_path)
     assert len(paths) == 7
-    ref = read_reference(tmp_path, "llama3-8b-ppl-greedy-M9")
+    ref = read_reference(tmp_path, "llama3-8b-ppl-greedy-M9", "bfloat16")
     assert ref["kind"] == "public-source" and "2604.24938" in ref["source"]["citation"]
     good = _result([9, 10, 11, 12, 22, 23, 24, 25, 27], 1.0)
     bad = _result([0, 1, 2, 3, 4, 5, 6, 7, 8], 1.0)

@@ -94,7 +94,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--model", required=True, help="registry id (e.g. tiny-llama3, llama3-8b), local dir or Hub id")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
-    p.add_argument("--dtype", default="auto", help="auto (bf16 on cuda, fp32 on cpu) | float32 | bfloat16 | float16")
+    p.add_argument("--dtype", default="auto",
+                   help="auto (bf16 on cuda; on a cpu bf16 where its bf16 matmuls run on AMX, else fp32) | float32 | bfloat16 | float16")
     p.add_argument("--allow-download", action="store_true", help="let transformers fetch missing weights from the Hub")
     p.add_argument("--profile", choices=tuple(PROFILES), default=None,
                    help="data profile (default: the model's; local/Hub models use 'paper')")
@@ -222,7 +223,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 def cmd_cell(args: argparse.Namespace) -> int:
     from depthprune.grid.cases import CaseFileError, load_grids
-    from depthprune.grid.reference import compare, format_failure, read_reference
+    from depthprune.grid.reference import compare, format_failure, read_reference, reference_dtypes
     from depthprune.grid.runner import CellSkipped, GridRunner
 
     if not Path(args.cases).is_dir():
@@ -251,9 +252,12 @@ def cmd_cell(args: argparse.Namespace) -> int:
     print(f"cell       {grid.name}/{cell.id} ({'resumed' if runner.resumed else 'ran'})")
     for line in result_summary(result):
         print(line)
-    reference = read_reference(args.reference_dir, cell.id)
+    dtype = result["environment"]["dtype"]
+    reference = read_reference(args.reference_dir, cell.id, dtype)
     if reference is None:
-        print(f"reference  none in {args.reference_dir}")
+        others = reference_dtypes(args.reference_dir, cell.id)
+        made = f" (only in {', '.join(others)}: results of different precisions are never compared)" if others else ""
+        print(f"reference  none for {dtype} in {args.reference_dir}{made}")
         return 0
     problems, notes = compare(result, reference)
     for note in notes:
@@ -319,7 +323,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     check_destination(args.out, "--out")
     start = time.perf_counter()
     command = "depthprune report " + " ".join(f"--results {d}" for d in args.results) + f" --out {args.out}"
-    out = write_report(args.results, args.out, args.figures, command=command)
+    out = write_report(args.results, args.out, args.figures, command=command, reference_dir=args.reference_dir)
     print(f"wrote {out} in {time.perf_counter() - start:.1f} s")
     return 0
 
@@ -369,7 +373,7 @@ def _fraction(text: str) -> float:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from depthprune.env import write_json_atomic
-    from depthprune.plan import GPUS, Assumptions, format_plan, plan_grid
+    from depthprune.plan import GPUS, Assumptions, ThroughputError, format_plan, load_throughput, plan_grid
 
     if args.grid is None and not args.check:
         raise UsageError("--grid is required (or --check DIR to re-count measured results)")
@@ -379,6 +383,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if not Path(d).is_dir():
             raise UsageError(f"--measured/--check {d}: not a directory of results")
     check_destination(args.json, "--json")
+    try:
+        throughput = None if args.throughput is None else load_throughput(args.throughput)
+    except ThroughputError as err:
+        raise UsageError(f"--throughput {err}") from None
     status = 0
     if args.check:
         status = _check_plan(args.check)
@@ -389,7 +397,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     assumptions = Assumptions(gpu=args.gpu, gpus=args.gpus, mfu=args.mfu, landscapes=args.landscapes,
                               margin_tokens_per_item=args.margin_tokens, dtype_bytes=dtype_bytes,
                               measured=tuple(args.measured or ()))
-    plan = plan_grid(grid, assumptions)
+    plan = plan_grid(grid, assumptions, throughput)
     print(format_plan(plan))
     if args.json:
         write_json_atomic(args.json, plan.to_dict())
@@ -554,6 +562,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a results directory (repeat to merge shards/machines)")
     p.add_argument("--out", default="REPORT.md")
     p.add_argument("--figures", default=None, metavar="DIR", help="where the PNGs go (default: figures/ beside --out)")
+    p.add_argument("--reference-dir", default="reference", metavar="DIR",
+                   help="references; their float32/ folder is the precision control of bf16 cells (default: reference)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("durations", help="record how long a grid's cells took (orders cell groups longest first)")
@@ -578,6 +588,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="results (e.g. a rehearsal's): measured counts beside the plan, bo's prefix-cache ratio")
     p.add_argument("--check", action="append", metavar="DIR",
                    help="re-count every result in DIR from its recorded losses; exit 1 on a mismatch")
+    p.add_argument("--throughput", default=None, metavar="FILE",
+                   help="a throughput.json of python -m depthprune.device_check: measured rates instead of --mfu")
     p.add_argument("--json", default=None, metavar="FILE", help="write the plan as JSON")
     p.set_defaults(func=cmd_plan)
 

@@ -11,6 +11,13 @@ Two kinds of reference, both written by code (never by hand), both recording pro
 * ``public-source`` — what public material states about a paper cell, e.g. the paper's
   text naming LLaMA3's perplexity-pruned cluster. It is loose by nature and says how
   loose (a minimum Jaccard overlap), and where it comes from.
+
+A measured reference belongs to the numeric precision it was made in: it lives in
+``reference/<dtype>/<cell>.json`` (``bfloat16``, ``float32``) and records that dtype. A run
+reads only the reference of its own dtype, and :func:`compare` refuses any other, so a cell
+is never compared silently against a reference made in another precision (``dtype = "auto"``
+picks bf16 or fp32 by the machine: :mod:`depthprune.precision`). Public-source references
+hold for every precision and live in ``reference/<cell>.json``.
 """
 
 from __future__ import annotations
@@ -27,8 +34,28 @@ from depthprune.grid.cases import Tolerance
 ACCURACY_SUFFIXES = ("_acc", "_acc_norm")
 
 
-def reference_path(ref_dir: str | Path, cell_id: str) -> Path:
-    return Path(ref_dir) / f"{cell_id}.json"
+def dtype_name(dtype: object) -> str:
+    """``torch.bfloat16`` / ``"torch.bfloat16"`` / ``"bfloat16"`` -> ``"bfloat16"``."""
+    return str(dtype).removeprefix("torch.")
+
+
+def reference_path(ref_dir: str | Path, cell_id: str, dtype: str | None = None) -> Path:
+    """A measured reference's file (its dtype's folder); ``dtype=None``: a public-source one."""
+    folder = Path(ref_dir) / dtype_name(dtype) if dtype else Path(ref_dir)
+    return folder / f"{cell_id}.json"
+
+
+def reference_dtypes(ref_dir: str | Path, cell_id: str) -> list[str]:
+    """The dtypes in which measured references of ``cell_id`` exist."""
+    root = Path(ref_dir)
+    if not root.is_dir():
+        return []
+    return sorted(d.name for d in root.iterdir() if d.is_dir() and (d / f"{cell_id}.json").is_file())
+
+
+def _result_dtype(result: dict[str, Any]) -> str | None:
+    dtype = (result.get("environment") or {}).get("dtype")
+    return dtype_name(dtype) if dtype else None
 
 
 def _comparable(metrics: dict[str, float]) -> dict[str, float]:
@@ -42,9 +69,13 @@ def _made_on_stand_in(result: dict[str, Any]) -> bool:
 def make_reference(result: dict[str, Any], tolerance: Tolerance, command: str) -> dict[str, Any]:
     if _made_on_stand_in(result):
         raise ValueError(f"{result.get('cell')}: made on a rehearsal stand-in; a stand-in result is never a reference")
+    dtype = _result_dtype(result)
+    if dtype is None:
+        raise ValueError(f"{result.get('cell')}: the result records no dtype; a measured reference needs one")
     return {
         "cell": result["cell"],
         "kind": "measured",
+        "dtype": dtype,
         "removed": result["removed"],
         "calibration_loss": result["calibration_loss"],
         "metrics": _comparable(result["metrics"]),
@@ -60,16 +91,23 @@ def make_reference(result: dict[str, Any], tolerance: Tolerance, command: str) -
 
 
 def write_reference(ref_dir: str | Path, reference: dict[str, Any]) -> Path:
-    path = reference_path(ref_dir, reference["cell"])
+    path = reference_path(ref_dir, reference["cell"], reference.get("dtype"))
     write_json_atomic(path, reference)
     return path
 
 
-def read_reference(ref_dir: str | Path, cell_id: str) -> dict[str, Any] | None:
-    path = reference_path(ref_dir, cell_id)
-    if not path.is_file():
-        return None
-    return json.loads(path.read_text())
+def read_reference(ref_dir: str | Path, cell_id: str, dtype: object = None) -> dict[str, Any] | None:
+    """The cell's reference for a run in ``dtype``: the measured one of that dtype, else a
+    public-source one; None if neither exists (:func:`reference_dtypes` says which others do)."""
+    for path in ([reference_path(ref_dir, cell_id, dtype_name(dtype))] if dtype else []) + [reference_path(ref_dir, cell_id)]:
+        if path.is_file():
+            reference = json.loads(path.read_text())
+            made_in = reference.get("dtype")
+            if reference.get("kind") == "measured" and made_in != (dtype_name(dtype) if dtype else None):
+                raise ValueError(f"{path}: a measured reference made in {made_in} is filed as "
+                                 f"{path.parent.name!r}; measured references live in <reference-dir>/<dtype>/")
+            return reference
+    return None
 
 
 def jaccard(a: list[int], b: list[int]) -> float:
@@ -99,6 +137,10 @@ def compare(result: dict[str, Any], reference: dict[str, Any]) -> tuple[list[str
         (problems if j < overlap["min_jaccard"] else notes).append(line)
         return problems, notes
 
+    made_in, ran_in = reference.get("dtype"), _result_dtype(result)
+    if made_in != ran_in:
+        return [f"the reference was made in {made_in}, this result in {ran_in}: results of different "
+                "precisions are never compared (reference/<dtype>/ holds one reference per dtype)"], notes
     tol = {**asdict(Tolerance()), **reference.get("tolerance", {})}
     want = sorted(reference["removed"])
     ref_loss, loss = reference["calibration_loss"], result["calibration_loss"]
