@@ -138,7 +138,7 @@ objectives = ["ppl"]
 searchers = ["greedy", "oneshot"]
 budgets = [2]
 device = "cpu"
-dtype = "float32"
+dtype = "auto"
 batch_size = 32
 [objective.ppl]
 n_samples = 8

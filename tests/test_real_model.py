@@ -14,7 +14,7 @@ import importlib.util
 import pytest
 import torch
 
-from depthprune.models import MODELS, WeightsUnavailable, gguf_file_in, locate, package_dir, weights_file_in
+from depthprune.models import MODELS, WeightsUnavailable, gguf_file_in, locate, package_dir, resolve_dtype, weights_file_in
 
 SPEC = MODELS["smollm2-135m"]
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -78,13 +78,14 @@ def session():
 @needs_weights
 def test_session_opens_dense_llama(session):
     model = session.model
-    assert session.profile.name == "real" and session.n_layers == 30 and session.dtype == "torch.float32"
+    auto = resolve_dtype("auto", "cpu")  # bf16 where bf16 matmuls run on AMX, else fp32 (depthprune.precision)
+    assert session.profile.name == "real" and session.n_layers == 30 and session.dtype == str(auto)
     assert type(model).__name__ == "LlamaForCausalLM" and model.config.hidden_size == 576
     assert 134_000_000 < sum(p.numel() for p in model.parameters()) < 135_000_000
     # dequantised: a plain dense model, no quantiser left behind
     assert getattr(model, "hf_quantizer", None) is None and not getattr(model, "is_quantized", False)
     assert not hasattr(model.config, "quantization_config")
-    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert all(p.dtype == auto for p in model.parameters())
     assert session.weights == __import__("depthprune.weights").weights.fingerprint(locate(SPEC), GGUF)
     tok = session.tokenizer
     text = 'The "assert" statement is a convenient way to insert debugging assertions.'
