@@ -22,6 +22,7 @@ from depthprune.report import analysis as A
 from depthprune.report.cells import fmt as _f, layers as _layers, pct as _pct
 from depthprune.report.claims import render_claims
 from depthprune.report.controls import is_control, render_controls
+from depthprune.report.precision import render_precision
 
 PPL_SHORT = {"wikitext2": "wiki2"}
 TASK_SHORT = {"hellaswag": "HS", "winogrande": "WG", "arc_easy": "ARC-e", "arc_challenge": "ARC-c",
@@ -318,7 +319,8 @@ def _variance_section(conds) -> list[str]:
 
 
 def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.md",
-                 figures_dir: str | Path | None = None, command: str = "depthprune report") -> Path:
+                 figures_dir: str | Path | None = None, command: str = "depthprune report",
+                 reference_dir: str | Path = "reference") -> Path:
     dirs = [Path(d) for d in results_dirs]
     every = list(iter_results(dirs))
     results = [r for r in every if not is_control(r)]  # controls are reported in their own sections
@@ -381,6 +383,9 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     controls = render_controls(every)
     if controls:
         lines += ["## Controls: what the paper could not vary", "", *controls]
+    precision = render_precision(results, reference_dir)
+    if precision:
+        lines += ["## Precision control: bf16 against float32", "", *precision]
     lines += ["## Calibration loss vs accuracy (Spearman)", "", *_spearman_section(conds), ""]
     lines += ["## Overlap of removed sets", "", *_overlap_section(conds), ""]
     lines += ["## Objective vs searcher: shares of variance", "", *_variance_section(conds), ""]
