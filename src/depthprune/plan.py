@@ -32,11 +32,13 @@ a field of :class:`Assumptions` and is printed with the plan (:func:`assumption_
 from __future__ import annotations
 
 import heapq
+import json
 import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 from depthprune.grid.cases import Cell, Grid
 from depthprune.scoring import ENERGY, Request, replay_cost
@@ -131,6 +133,256 @@ def model_shape(model: str) -> ModelShape:
         int(getattr(config, "num_key_value_heads", None) or heads),
         int(getattr(config, "head_dim", None) or config.hidden_size // heads), int(config.vocab_size),
         bool(getattr(config, "tie_word_embeddings", False)), f"{locate(model)}/config.json")
+
+
+# -- measured throughput (depthprune.device_check) ---------------------------------------------------
+
+#: The format ``python -m depthprune.device_check`` writes (``throughput.json``).
+THROUGHPUT_SCHEMA = "depthprune-throughput/1"
+#: Phases of a throughput file whose work is no-grad scoring (the forward rate) ...
+FORWARD_PHASES = ("dense", "prior", "oneshot", "greedy")
+#: ... and the one that is a gate-gradient pass (cbo's energy: the gradient rate).
+GRADIENT_PHASE = "gate_gradient"
+MEASURED_STATUSES = ("complete", "bounded")  # phases whose counted work really ran and was timed
+PHASE_STATUSES = (*MEASURED_STATUSES, "skipped", "failed")
+
+#: Substrings of a device name (as torch reports it) -> the GPUS entry it is.
+_GPU_NAMES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("H200",), "h200-141gb"), (("H100", "PCIE"), "h100-pcie-80gb"), (("H100",), "h100-80gb"),
+    (("A100", "40GB"), "a100-40gb"), (("A100",), "a100-80gb"), (("L40S",), "l40s-48gb"))
+
+
+def gpu_kind(device_name: str) -> str | None:
+    """The :data:`GPUS` key of a device name such as ``NVIDIA H200``, or None if none fits."""
+    name = device_name.upper()
+    return next((kind for parts, kind in _GPU_NAMES if all(p in name for p in parts)), None)
+
+
+def phase_flops(shape: ModelShape, seq_len: int, tokens: int, layer_forwards: float, layer_backwards: float,
+                head_passes: float) -> float:
+    """FLOPs of measured work as a plan counts them (:func:`plan_cell`): per token, each layer-forward one
+    block, each layer-backward two, each head pass (a set scored) the output head once."""
+    per_token = shape.layer_flops_per_token(seq_len)
+    return tokens * ((layer_forwards + 2 * layer_backwards) * per_token + head_passes * shape.head_flops_per_token)
+
+
+class ThroughputError(ValueError):
+    """A throughput file the planner cannot use; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class MeasuredRate:
+    """What one stand-in shape of a throughput file achieved, in FLOPs as a plan counts them."""
+
+    label: str  # the shape's name in the file, e.g. "llama3.1-8b"
+    shape: ModelShape
+    seq_len: int
+    batch_size: int
+    forward: float  # FLOP/s of the no-grad scoring phases (FORWARD_PHASES) together
+    gradient: float | None  # FLOP/s of a gate-gradient pass; None where the file has none
+    layer_forwards_per_second: float  # over the same forward phases
+    phases: tuple[str, ...]  # the phases the forward rate comes from
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """A ``throughput.json`` read for planning: where, on what and when it was measured."""
+
+    file: str
+    gpu: str  # the device's name as torch reported it
+    date: str
+    rates: tuple[MeasuredRate, ...]
+    finished: bool = True  # False: the run was stopped before its end (the file holds what it measured)
+
+    @property
+    def kind(self) -> str | None:
+        return gpu_kind(self.gpu)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "gpu": self.gpu, "gpu_kind": self.kind, "date": self.date, "finished": self.finished,
+                "rates": [{**asdict(r), "shape": asdict(r.shape)} for r in self.rates]}
+
+
+class _Fields:
+    """Typed reads of a JSON document; every error names the file and the field (``shapes[1].name``)."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def fail(self, where: str, problem: str) -> NoReturn:
+        raise ThroughputError(f"{self.file}: field {where}: {problem}")
+
+    def get(self, obj: dict[str, Any], where: str) -> Any:
+        key = where.rsplit(".", 1)[-1]
+        if key not in obj:
+            self.fail(where, "missing")
+        return obj[key]
+
+    def mapping(self, obj: dict[str, Any], where: str) -> dict[str, Any]:
+        value = self.get(obj, where)
+        if not isinstance(value, dict):
+            self.fail(where, f"expected an object, got {value!r:.60}")
+        return value
+
+    def text(self, obj: dict[str, Any], where: str) -> str:
+        value = self.get(obj, where)
+        if not isinstance(value, str) or not value:
+            self.fail(where, f"expected a non-empty string, got {value!r:.60}")
+        return value
+
+    def integer(self, obj: dict[str, Any], where: str, minimum: int = 0) -> int:
+        value = self.get(obj, where)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            self.fail(where, f"expected an integer >= {minimum}, got {value!r:.60}")
+        return value
+
+    def positive(self, obj: dict[str, Any], where: str) -> float:
+        value = self.get(obj, where)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            self.fail(where, f"expected a number > 0, got {value!r:.60}")
+        return float(value)
+
+
+def _read_shape(f: _Fields, obj: dict[str, Any], where: str, label: str) -> ModelShape:
+    dims = {k: f.integer(obj, f"{where}.{k}", 1) for k in ("layers", "hidden", "intermediate", "heads", "kv_heads",
+                                                            "head_dim", "vocab")}
+    tied = f.get(obj, f"{where}.tied")
+    if not isinstance(tied, bool):
+        f.fail(f"{where}.tied", f"expected true or false, got {tied!r:.60}")
+    return ModelShape(label, dims["layers"], dims["hidden"], dims["intermediate"], dims["heads"], dims["kv_heads"],
+                      dims["head_dim"], dims["vocab"], tied, f"{f.file}: {where}")
+
+
+def _read_rate(f: _Fields, obj: dict[str, Any], where: str) -> MeasuredRate:
+    """One shape's rates: the FLOPs of its measured phases (:func:`phase_flops`) over their seconds."""
+    if not isinstance(obj, dict):
+        f.fail(where, f"expected an object, got {obj!r:.60}")
+    label = f.text(obj, f"{where}.name")
+    shape = _read_shape(f, f.mapping(obj, f"{where}.shape"), f"{where}.shape", label)
+    calib = f.mapping(obj, f"{where}.calibration")
+    seq_len = f.integer(calib, f"{where}.calibration.seq_len", 1)
+    batch_size = f.integer(calib, f"{where}.calibration.batch_size", 1)
+    tokens = f.integer(calib, f"{where}.calibration.tokens", 1)
+    phases = f.mapping(obj, f"{where}.phases")
+    flops = seconds = forwards = 0.0
+    used: list[str] = []
+    gradient = None
+    for name in (*FORWARD_PHASES, GRADIENT_PHASE):
+        if name not in phases:
+            continue
+        at = f"{where}.phases.{name}"
+        rec = f.mapping(phases, at)
+        status = f.get(rec, f"{at}.status")
+        if status not in PHASE_STATUSES:
+            f.fail(f"{at}.status", f"expected one of {', '.join(PHASE_STATUSES)}, got {status!r:.60}")
+        if status not in MEASURED_STATUSES:
+            continue
+        sec = f.positive(rec, f"{at}.seconds")
+        work = [f.integer(rec, f"{at}.{k}") for k in ("layer_forwards", "layer_backwards", "evaluations")]
+        done = phase_flops(shape, seq_len, tokens, *work)
+        if name == GRADIENT_PHASE:
+            gradient = done / sec if done > 0 else None
+        elif work[0] > 0:
+            flops, seconds, forwards = flops + done, seconds + sec, forwards + work[0]
+            used.append(name)
+    if not used:
+        f.fail(f"{where}.phases", f"no measured forward phase (one of {', '.join(FORWARD_PHASES)} with status "
+                                  f"{' or '.join(MEASURED_STATUSES)} and layer_forwards > 0)")
+    return MeasuredRate(label, shape, seq_len, batch_size, flops / seconds, gradient, forwards / seconds, tuple(used))
+
+
+def load_throughput(path: str | Path) -> Throughput:
+    """Read and check a ``throughput.json`` (:mod:`depthprune.device_check`); raises :class:`ThroughputError`."""
+    file = str(path)
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as err:
+        raise ThroughputError(f"{file}: cannot be read ({err.strerror or err})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ThroughputError(f"{file}: not a JSON file ({err})") from None
+    f = _Fields(file)
+    if not isinstance(data, dict):
+        f.fail("(top level)", f"expected an object, got {type(data).__name__}")
+    schema = f.get(data, "schema")
+    if schema != THROUGHPUT_SCHEMA:
+        f.fail("schema", f"expected {THROUGHPUT_SCHEMA!r}, got {schema!r:.60}")
+    gpu = f.text(f.mapping(data, "environment"), "environment.device_name")
+    shapes = f.get(data, "shapes")
+    if not isinstance(shapes, list) or not shapes:
+        f.fail("shapes", f"expected a non-empty list, got {shapes!r:.60}")
+    rates = tuple(_read_rate(f, s, f"shapes[{i}]") for i, s in enumerate(shapes))
+    finished = f.get(data, "finished")
+    if not isinstance(finished, bool):
+        f.fail("finished", f"expected true or false, got {finished!r:.60}")
+    return Throughput(file, gpu, f.text(data, "created"), rates, finished)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """FLOP per hour a plan assumes for one model: forward work, and gate-gradient passes (cbo)."""
+
+    forward: float
+    gradient: float
+    source: str = ""  # where it comes from, one sentence (empty: the assumed MFU)
+
+
+def _dims(s: ModelShape) -> tuple[int, ...]:
+    return s.layers, s.hidden, s.intermediate, s.heads, s.kv_heads, s.head_dim, s.vocab
+
+
+def _describe(s: ModelShape) -> str:
+    return f"{s.layers} layers, hidden {s.hidden}, MLP {s.intermediate}, heads {s.heads}/{s.kv_heads}, vocab {s.vocab}"
+
+
+def _times(x: float) -> str:
+    return f"{x:.2f}x" if x < 10 else f"{x:,.0f}x"
+
+
+def measured_rate(shape: ModelShape, gpu: GPU, t: Throughput) -> Rate:
+    """``shape``'s rate from the file: the measurement at the same shape, else the one nearest in block
+    size, its achieved FLOP/s applied to this model's FLOPs; scaled by dense bf16 peaks where the file
+    was measured on another GPU kind than the plan's. The sentence says which and how."""
+    same = [r for r in t.rates if _dims(r.shape) == _dims(shape)]
+    r = same[0] if same else min(t.rates, key=lambda m: abs(math.log(m.shape.layer_params / shape.layer_params)))
+    if same:
+        how = "measured at this shape" + ("" if r.label == shape.model else f" (the file's {r.label})")
+    else:
+        seq = r.seq_len
+        how = (f"not measured at this shape: {r.label}'s ({_describe(r.shape)}) achieved FLOP/s applied to "
+               f"{shape.model}'s FLOPs ({_describe(shape)}; per token, its block "
+               f"{_times(shape.layer_flops_per_token(seq) / r.shape.layer_flops_per_token(seq))} and its head "
+               f"{_times(shape.head_flops_per_token / r.shape.head_flops_per_token)} the measured shape's)")
+    scale, on = 1.0, ""
+    kind = t.kind
+    if kind is None:
+        on = f"; measured on {t.gpu!r}, which is no --gpu kind: used as is for the {gpu.name}"
+    elif GPUS[kind] != gpu:
+        scale = gpu.bf16_tflops / GPUS[kind].bf16_tflops
+        on = f"; scaled from the {GPUS[kind].name} to the {gpu.name} by their dense bf16 peaks (x{scale:.2f})"
+    forward = r.forward * scale
+    gradient = (r.gradient if r.gradient is not None else r.forward) * scale
+    grad_text = (f"{gradient / 1e12:,.3g} TFLOP/s in gate-gradient passes" if r.gradient is not None
+                 else "gate-gradient passes at the forward rate (none measured)")
+    source = (f"{shape.model}: {forward / 1e12:,.3g} TFLOP/s forward ({forward / (gpu.bf16_tflops * 1e10):.3g} % of "
+              f"the {gpu.name}'s peak; {r.layer_forwards_per_second * scale:,.3g} layer-forwards/s of "
+              f"{r.batch_size} x {r.seq_len} tokens, from {', '.join(r.phases)}), {grad_text}; {how}{on}")
+    return Rate(forward * 3600, gradient * 3600, source)
+
+
+def throughput_lines(t: Throughput, rates: dict[str, Rate], micro: dict[str, tuple[int, int]]) -> list[str]:
+    """What the time estimate rests on when it comes from a measurement: file, GPU, date, per model."""
+    lines = [f"Throughput: measured, not assumed (--mfu is not used): {t.file}, {t.gpu}, {t.date}; FLOPs counted as "
+             "this plan counts them, over the seconds of the suite's own scoring phases on random-weight stand-ins "
+             "(depthprune.device_check)." + ("" if t.finished else " The run did not reach its end (stopped or "
+                                                "killed): its file holds the phases it finished."),
+             *(f"Measured rate, {rate.source}." for rate in rates.values())]
+    measured = sorted({(r.batch_size, r.seq_len) for r in t.rates})
+    other = {o: bs for o, bs in micro.items() if bs not in measured}
+    if other:
+        lines.append("Measured micro-batches differ: " + ", ".join(f"{b} x {s}" for b, s in measured)
+                     + " tokens, this grid's " + ", ".join(f"{o} {b} x {s}" for o, (b, s) in other.items())
+                     + "; rates are taken as they are (smaller micro-batches usually run at a lower rate).")
+    return lines
 
 
 # -- evaluation sizes ----------------------------------------------------------------------------
@@ -477,15 +729,31 @@ class GridPlan:
     totals: dict[str, Any] = field(default_factory=dict)
     tasks: dict[str, dict[str, float]] = field(default_factory=dict)  # split -> task -> GPU-hours
     notes: list[str] = field(default_factory=list)
+    throughput: Throughput | None = None  # measured rates replace the assumed MFU (plan_grid)
+    rates: dict[str, Rate] = field(default_factory=dict)  # model -> its measured rate (with throughput only)
+    micro_batches: dict[str, tuple[int, int]] = field(default_factory=dict)  # objective -> (batch, tokens)
+
+    def assumption_text(self) -> list[str]:
+        lines = assumption_lines(self.assumptions, self.gpu)
+        if self.throughput is not None:  # the measurement replaces the MFU sentence
+            at = next(i for i, line in enumerate(lines) if line.startswith("Throughput:"))
+            lines[at:at + 1] = throughput_lines(self.throughput, self.rates, self.micro_batches)
+        return lines
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "grid": self.grid, "assumptions": asdict(self.assumptions), "gpu": asdict(self.gpu),
-            "assumption_text": assumption_lines(self.assumptions, self.gpu),
+            "assumption_text": self.assumption_text(),
             "shapes": {k: {**asdict(v), "params": v.params} for k, v in self.shapes.items()},
             "cells": [{**asdict(c), "peak_gib": c.memory.peak} for c in self.cells],
             "totals": self.totals, "tasks": self.tasks, "notes": self.notes,
         }
+        if self.throughput is not None:
+            out["throughput"] = {**self.throughput.to_dict(),
+                                 "per_model": {m: {"forward_tflops": r.forward / 3600 / 1e12,
+                                                   "gradient_tflops": r.gradient / 3600 / 1e12, "source": r.source}
+                                               for m, r in self.rates.items()}}
+        return out
 
 
 def calibration_tokens(grid: Grid, objective: str, a: Assumptions,
@@ -570,8 +838,9 @@ def _measured_index(dirs: Sequence[str]) -> tuple[dict[str, dict[str, Any]], dic
 
 def plan_cell(grid: Grid, cell: Cell, shape: ModelShape, a: Assumptions, gpu: GPU,
               measured: dict[str, Any] | None = None, ratios: dict[str, float] | None = None,
-              memo: dict[tuple, list[Simulated]] | None = None) -> CellPlan:
-    """One cell's counts, FLOPs, GPU-hours and memory (``memo``: simulations shared between cells)."""
+              memo: dict[tuple, list[Simulated]] | None = None, rate: Rate | None = None) -> CellPlan:
+    """One cell's counts, FLOPs, GPU-hours and memory (``memo``: simulations shared between cells;
+    ``rate``: a measured one, :func:`measured_rate`, instead of the GPU's peak at the assumed MFU)."""
     from depthprune.models import MODELS
 
     params = grid.searcher_params.get(cell.search, {})
@@ -610,14 +879,20 @@ def plan_cell(grid: Grid, cell: Cell, shape: ModelShape, a: Assumptions, gpu: GP
     profile = MODELS[cell.model].profile if cell.model in MODELS else "paper"
     ev = eval_tokens(grid, profile)
     evaluation = None if ev is None else ev[0] * ((n - m) * shape.layer_flops_per_token(ev[1]) + head)
-    rate = gpu.bf16_tflops * 1e12 * a.mfu * 3600
+    if rate is None:
+        rate = gpu.bf16_tflops * 1e12 * a.mfu * 3600
+        hours = (search + (evaluation or 0.0)) / rate
+        hours_bound = (search_bound + (evaluation or 0.0)) / rate
+    else:  # gate-gradient passes (cbo: each L forwards + L backwards) at their own measured rate
+        gradient = tokens * 3 * backwards * per_token
+        hours = (search - gradient + (evaluation or 0.0)) / rate.forward + gradient / rate.gradient
+        hours_bound = (search_bound - gradient + (evaluation or 0.0)) / rate.forward + gradient / rate.gradient
     return CellPlan(
         cell=cell.id, model=cell.model, objective=cell.objective, search=cell.search, budget=m, n_layers=n,
         calibration_tokens=tokens, evaluations=(bounds.low, bounds.high), layer_forwards=expected,
         layer_forwards_range=spread, layer_forwards_bound=bound, layer_backwards=backwards, basis=basis,
         search_tflop=search / 1e12, eval_tflop=None if evaluation is None else evaluation / 1e12,
-        shared_tflop=shared / 1e12, gpu_hours=(search + (evaluation or 0.0)) / rate,
-        gpu_hours_bound=(search_bound + (evaluation or 0.0)) / rate,
+        shared_tflop=shared / 1e12, gpu_hours=hours, gpu_hours_bound=hours_bound,
         memory=worker_memory(shape, grid, a, gpu, tokens, seq, cell.search, m, profile), measured=measured)
 
 
@@ -630,8 +905,11 @@ def makespan(hours: Iterable[float], gpus: int) -> float:
     return max(loads)
 
 
-def plan_grid(grid: Grid, assumptions: Assumptions | None = None) -> GridPlan:
-    """Every cell of ``grid`` planned, with totals, per-task GPU-hours and the warnings that apply."""
+def plan_grid(grid: Grid, assumptions: Assumptions | None = None, throughput: Throughput | None = None) -> GridPlan:
+    """Every cell of ``grid`` planned, with totals, per-task GPU-hours and the warnings that apply.
+
+    ``throughput`` (:func:`load_throughput`): time from measured rates instead of the assumed MFU.
+    """
     from depthprune.models import MODELS
 
     a = assumptions or Assumptions()
@@ -648,26 +926,33 @@ def plan_grid(grid: Grid, assumptions: Assumptions | None = None) -> GridPlan:
         known = MODELS[m].n_layers if m in MODELS else None
         if known is not None and known != shape.layers:
             raise ValueError(f"{m}: the shape table says {shape.layers} layers, the registry {known}")
+    rate = gpu.bf16_tflops * 1e12 * a.mfu * 3600
+    rates = {m: Rate(rate, rate) if throughput is None else measured_rate(shape, gpu, throughput)
+             for m, shape in shapes.items()}
     cells = []
     runs: dict[tuple, list[Simulated]] = {}  # a landscape depends on the depth only: simulate once per shape
     for cell in grid.cells():
         mine = measured.get(cell.id)
         if mine is not None and mine["n_layers"] != shapes[cell.model].layers:
             mine = None  # measured on a model of another depth: not this cell
-        cells.append(plan_cell(grid, cell, shapes[cell.model], a, gpu, mine, ratios, runs))
-    rate = gpu.bf16_tflops * 1e12 * a.mfu * 3600
+        cells.append(plan_cell(grid, cell, shapes[cell.model], a, gpu, mine, ratios, runs,
+                               None if throughput is None else rates[cell.model]))
     groups: dict[tuple[str, str], list[CellPlan]] = {}
     for c in cells:
         groups.setdefault((c.model, c.objective), []).append(c)
     dense_eval = {m: next(c for c in cells if c.model == m) for m in grid.models}
     dense_hours = {}
     for m, c in dense_eval.items():  # the dense model's evaluation, once per model: L blocks instead of L - M
-        dense_hours[m] = 0.0 if c.eval_tflop is None else c.eval_tflop * c.n_layers / (c.n_layers - c.budget) * 1e12 / rate
-    run_hours = {k: sum(c.gpu_hours for c in v) - (len(v) - 1) * v[0].shared_tflop * 1e12 / rate
+        dense_hours[m] = (0.0 if c.eval_tflop is None
+                          else c.eval_tflop * c.n_layers / (c.n_layers - c.budget) * 1e12 / rates[m].forward)
+    run_hours = {k: sum(c.gpu_hours for c in v) - (len(v) - 1) * v[0].shared_tflop * 1e12 / rates[k[0]].forward
                  for k, v in groups.items()}
     per_model = {m: sum(h for (mm, _), h in run_hours.items() if mm == m) + dense_hours[m] for m in grid.models}
     per_group = {f"{m}/{o}": h + dense_hours[m] for (m, o), h in run_hours.items()}
     plan = GridPlan(grid.name, a, gpu, shapes, cells)
+    if throughput is not None:
+        plan.throughput, plan.rates = throughput, rates
+        plan.micro_batches = {o: (grid.batch_size, calibration_tokens(grid, o, a)[1]) for o in grid.objectives}
     plan.tasks = {"model": per_model, "objective": per_group}
     alone = sum(c.gpu_hours for c in cells)
     plan.totals = {
@@ -738,7 +1023,9 @@ def format_plan(plan: GridPlan) -> str:
         headers, rows = headers[:-1], [r[:-1] for r in rows]
     t = plan.totals
     a = plan.assumptions
-    out = [f"plan for grid {plan.grid}: {t['cells']} cells on {a.gpus} x {plan.gpu.name} at {a.mfu:.0%} MFU", "",
+    pace = (f"{a.mfu:.0%} MFU" if plan.throughput is None else
+            f"measured throughput ({plan.throughput.file}: {plan.throughput.gpu}, {plan.throughput.date})")
+    out = [f"plan for grid {plan.grid}: {t['cells']} cells on {a.gpus} x {plan.gpu.name} at {pace}", "",
            tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
     totals = [
         ["evaluations", _span(*t["evaluations"])],
@@ -763,7 +1050,7 @@ def format_plan(plan: GridPlan) -> str:
                                         "in flight", "peak", "at"], tablefmt="github", disable_numparse=True), ""]
     task_rows = [[split, name, f"{h:.1f}"] for split, tasks in plan.tasks.items() for name, h in tasks.items()]
     out += [tabulate(task_rows, headers=["task per", "task", "GPU-h"], tablefmt="github", disable_numparse=True), ""]
-    out += ["assumptions:"] + [f"  - {line}" for line in assumption_lines(a, plan.gpu)]
+    out += ["assumptions:"] + [f"  - {line}" for line in plan.assumption_text()]
     out += [f"  - shapes: {s.model} {s.layers} layers, hidden {s.hidden}, MLP {s.intermediate}, heads {s.heads}/"
             f"{s.kv_heads} kv, vocab {s.vocab} ({s.source})" for s in plan.shapes.values()]
     if plan.notes:
@@ -771,7 +1058,9 @@ def format_plan(plan: GridPlan) -> str:
     return "\n".join(out)
 
 
-__all__ = ["Assumptions", "Bounds", "CellPlan", "EVAL_TASKS", "GPU", "GPUS", "GridPlan", "Memory", "ModelShape",
-           "NotRecorded", "RecordedLosses", "SHAPES", "Simulated", "SyntheticLandscape", "assumption_lines",
-           "check_result", "evaluation_bounds", "format_plan", "forwards_bound", "makespan", "model_shape",
-           "plan_cell", "plan_grid", "recorded_losses", "simulate"]
+__all__ = ["Assumptions", "Bounds", "CellPlan", "EVAL_TASKS", "FORWARD_PHASES", "GPU", "GPUS", "GRADIENT_PHASE",
+           "GridPlan", "MeasuredRate", "Memory", "ModelShape", "NotRecorded", "Rate", "RecordedLosses", "SHAPES",
+           "Simulated", "SyntheticLandscape", "THROUGHPUT_SCHEMA", "Throughput", "ThroughputError",
+           "assumption_lines", "check_result", "evaluation_bounds", "format_plan", "forwards_bound", "gpu_kind",
+           "load_throughput", "makespan", "measured_rate", "model_shape", "phase_flops", "plan_cell", "plan_grid",
+           "recorded_losses", "simulate", "throughput_lines"]
