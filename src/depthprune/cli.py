@@ -328,6 +328,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_archive(args: argparse.Namespace) -> int:
+    from depthprune.grid.archive import write_archives
+
+    if not Path(args.results).is_dir():
+        raise UsageError(f"--results {args.results}: not a directory")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out}: exists and is not a directory")
+    written = write_archives(args.results, args.out)
+    if not written:
+        raise UsageError(f"--results {args.results}: no grid directory with finished results in it")
+    for path in written:
+        print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
+    return 0
+
+
 def cmd_durations(args: argparse.Namespace) -> int:
     from depthprune.grid.results import iter_results
     from depthprune.grid.schedule import DURATIONS_DIR, durations_from_results, write_durations
@@ -565,6 +580,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference-dir", default="reference", metavar="DIR",
                    help="references; their float32/ folder is the precision control of bf16 cells (default: reference)")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("archive", help="one compressed file per grid of finished results (a clean clone re-judges them)")
+    p.add_argument("--results", default="results", help="the results directory (default: results)")
+    p.add_argument("--out", default="archive", help="where the <grid>.jsonl.xz files go (default: archive)")
+    p.set_defaults(func=cmd_archive)
 
     p = sub.add_parser("durations", help="record how long a grid's cells took (orders cell groups longest first)")
     p.add_argument("--grid", required=True, help="grid name (a case file's [grid] name, e.g. tiny)")

@@ -1,6 +1,7 @@
 """The results store: one JSON file per cell, written atomically, read back with checks.
 
-Layout under a results directory (any number of them can be merged by the reporter):
+Layout under a results directory (any number of them can be merged by the reporter, which also
+reads result archives, ``<grid>.jsonl.xz``: :mod:`depthprune.grid.archive`):
 
     <results>/<grid>/<cell-id>.json        one finished cell (schema: depthprune.result)
     <results>/<grid>/dense/<model>.json    the dense model's metrics and calibration losses
@@ -85,8 +86,15 @@ def iter_results(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator
 
     Results made on stand-in models are skipped unless ``stand_in`` (then only they are read).
     """
+    from depthprune.grid.archive import SUFFIX, read_archive
+
     newest: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
     for d in dirs:
+        for archive in sorted(Path(d).rglob(f"*{SUFFIX}")):  # archived results lose to live files (stamp 0)
+            for kind, _, data in read_archive(archive):
+                key = (data.get("grid"), data.get("cell"))
+                if kind == "result" and bool(data["stand_in"]) == stand_in and data["cell"] is not None:
+                    newest.setdefault(key, (0.0, data))
         for path in sorted(Path(d).rglob("*.json")):
             if path.parent.name in ("dense", "eval-cache") or path.name.startswith("."):
                 continue
@@ -107,7 +115,13 @@ def iter_results(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator
 def iter_dense(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator[dict[str, Any]]:
     """Every dense-model file under ``dirs``; those made on stand-ins only if ``stand_in`` (as
     :func:`iter_results`: a rehearsal's dense metrics must never stand for a real model's)."""
+    from depthprune.grid.archive import SUFFIX, read_archive
+
     for d in dirs:
+        for archive in sorted(Path(d).rglob(f"*{SUFFIX}")):
+            for kind, _, data in read_archive(archive):
+                if kind == "dense" and bool(data.get("stand_in", False)) == stand_in:
+                    yield data
         for path in sorted(Path(d).rglob("dense/*.json")):
             try:
                 data = json.loads(path.read_text())
