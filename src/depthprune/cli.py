@@ -26,9 +26,14 @@ class UsageError(ValueError):
 
 def _layers_arg(text: str) -> tuple[int, ...]:
     try:
-        return tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+        layers = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated layer indices like 3,7,9, got {text!r}") from None
+    twice = sorted({i for i in layers if layers.count(i) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"layer {', '.join(map(str, twice))} given twice in {text!r}; "
+                                         "each layer is removed once")
+    return tuple(sorted(layers))
 
 
 def _kv_arg(text: str) -> tuple[str, Any]:

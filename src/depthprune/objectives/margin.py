@@ -29,6 +29,7 @@ import torch
 
 from depthprune.data import load_choice_items
 from depthprune.objectives.base import Batch, Objective, OutputHead, register
+from depthprune.params import check_choice, check_ints
 
 if TYPE_CHECKING:  # pragma: no cover
     from depthprune.profiles import Profile
@@ -55,6 +56,13 @@ class MarginObjective(Objective):
     # instruction; "cloze": the option's text as the question stem's continuation, no options shown
     answer: str = "label"
     _protocol: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_choice("margin", "answer", self.answer, tuple(_SCORED))
+        check_choice("margin", "share_prompt", self.share_prompt, (True, False))
+        check_ints("margin", self, {"n_items": 1, "seed": 0, "max_len": 2})
+        if not isinstance(self.dataset, str) or not self.dataset:
+            raise ValueError(f"margin: dataset must be a dataset name, got {self.dataset!r}")
 
     def params(self) -> dict[str, Any]:
         return {"dataset": self.dataset, "n_items": self.n_items, "seed": self.seed, "max_len": self.max_len,

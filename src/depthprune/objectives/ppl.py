@@ -19,6 +19,7 @@ import torch
 
 from depthprune.data import calibration_windows, instruction_texts, joined_windows, load_texts
 from depthprune.objectives.base import Batch, Objective, OutputHead, register
+from depthprune.params import check_choice, check_ints
 
 if TYPE_CHECKING:  # pragma: no cover
     from depthprune.profiles import Profile
@@ -39,8 +40,10 @@ class PerplexityObjective(Objective):
     _protocol: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.packing not in PACKINGS:
-            raise ValueError(f"ppl: packing must be one of {PACKINGS}, got {self.packing!r}")
+        check_choice(self.name, "packing", self.packing, PACKINGS)
+        check_ints(self.name, self, {"n_samples": 1, "seq_len": 2, "seed": 0})
+        if not isinstance(self.dataset, str) or not self.dataset:
+            raise ValueError(f"{self.name}: dataset must be a dataset name, got {self.dataset!r}")
 
     def params(self) -> dict[str, Any]:
         return {"dataset": self.dataset, "n_samples": self.n_samples, "seq_len": self.seq_len, "seed": self.seed,

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 from tqdm.auto import tqdm
 
 from depthprune.registry import Registry
+from depthprune.params import check_ints
 
 ScoreFn = Callable[[frozenset[int]], float]
 
@@ -274,6 +275,11 @@ class Searcher(ABC):
     stochastic: ClassVar[bool] = False  # does the seed change the search? (seed controls vary it)
     max_evaluations: int | None = None
     progress: bool | str = False
+
+    def __post_init__(self) -> None:
+        """Range checks at construction (bad input fails before a model is loaded: depthprune.params);
+        a subclass with checks of its own calls this first."""
+        check_ints(self.name, self, {"max_evaluations": 1}, optional=("max_evaluations",))
 
     def params(self) -> dict[str, Any]:
         """Hyper-parameters as recorded in results (progress is presentation, not a parameter)."""

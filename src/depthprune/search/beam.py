@@ -35,6 +35,7 @@ class BeamSearcher(Searcher):
     beam_width: int = 4
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if isinstance(self.beam_width, bool) or not isinstance(self.beam_width, int) or self.beam_width < 1:
             raise ValueError(f"beam: beam_width must be a positive integer, got {self.beam_width!r}")
 

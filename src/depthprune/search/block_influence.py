@@ -39,6 +39,7 @@ class BlockInfluenceSearcher(Searcher):
     metric: str = "cosine"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.metric not in METRICS:
             raise ValueError(f"bi: metric must be one of {METRICS}, got {self.metric!r}")
 

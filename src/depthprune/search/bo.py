@@ -36,6 +36,7 @@ import warnings
 from dataclasses import dataclass
 from typing import ClassVar
 
+from depthprune.params import check_ints
 from depthprune.search.base import EvaluationBudgetExhausted, SearchContext, Searcher, rank_key, register, set_key
 from depthprune.search.ga import PRIORS, prior_weights, usable_prior, weighted_sample
 
@@ -100,18 +101,11 @@ class BayesOptSearcher(Searcher):
     prior: str = "single"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.prior not in PRIORS:
             raise ValueError(f"bo: prior must be one of {PRIORS}, got {self.prior!r}")
-        for field_name, low in (
-            ("initial_design", 1),
-            ("n_best", 1),
-            ("n_prior_samples", 0),
-            ("batch_size", 1),
-            ("max_iterations", 0),
-        ):
-            value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"bo: {field_name} must be an integer >= {low}, got {value!r}")
+        check_ints("bo", self, {"initial_design": 1, "n_best": 1, "n_prior_samples": 0, "batch_size": 1,
+                                "max_iterations": 0, "fit_maxiter": 1}, optional=("fit_maxiter",))
         if not self.prior_strength >= 0:
             raise ValueError(f"bo: prior_strength must be >= 0, got {self.prior_strength!r}")
         if self.temperature is not None and not self.temperature > 0:

@@ -74,6 +74,7 @@ class CBOSearcher(Searcher):
     penalty_scale: float = 1000.0
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.energy_source not in ENERGY_SOURCES:
             raise ValueError(f"cbo: energy_source must be one of {ENERGY_SOURCES}, got {self.energy_source!r}")
         if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1:

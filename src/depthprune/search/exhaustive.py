@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from depthprune.params import check_ints
 from depthprune.search.base import SearchContext, Searcher, register, set_key
 
 
@@ -22,6 +23,10 @@ class ExhaustiveSearcher(Searcher):
     order: ClassVar[int] = 9  # position in report tables
     max_sets: int = 1_000_000
     batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_ints("exhaustive", self, {"max_sets": 1, "batch_size": 1})
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int:
         return math.comb(n_layers - n_protected, budget)

@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from depthprune.params import check_ints
 from depthprune.search.base import SearchContext, Searcher, rank_key, register, set_key
 
 Segment = tuple[int, ...]
@@ -60,13 +61,9 @@ class FastBlockSelectSearcher(Searcher):
     max_rounds: int = 10
 
     def __post_init__(self) -> None:
-        for field_name, low in (("segments_per_length", 0), ("candidates", 1), ("max_rounds", 0)):
-            value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"fbs: {field_name} must be an integer >= {low}, got {value!r}")
-        v = self.max_segment_length
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-            raise ValueError(f"fbs: max_segment_length must be a positive integer or None, got {v!r}")
+        super().__post_init__()
+        check_ints("fbs", self, {"segments_per_length": 0, "candidates": 1, "max_rounds": 0, "max_segment_length": 1},
+                   optional=("max_segment_length",))
 
     def _lmax(self, budget: int) -> int:
         return budget if self.max_segment_length is None else min(budget, self.max_segment_length)

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from depthprune.params import check_ints
 from depthprune.search.base import EvaluationBudgetExhausted, SearchContext, Searcher, register, set_key
 
 
@@ -138,19 +139,11 @@ class GeneticSearcher(Searcher):
     prior: str = "single"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.prior not in PRIORS:
             raise ValueError(f"ga: prior must be one of {PRIORS}, got {self.prior!r}")
-        for field_name, low in (
-            ("population", 2),
-            ("tournament", 1),
-            ("elitism", 0),
-            ("max_retries", 0),
-            ("max_generations", 0),
-            ("patience", 1),
-        ):
-            value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"ga: {field_name} must be an integer >= {low}, got {value!r}")
+        check_ints("ga", self, {"population": 2, "tournament": 1, "elitism": 0, "max_retries": 0,
+                                "max_generations": 0, "patience": 1})
         if self.elitism >= self.population:
             raise ValueError(f"ga: elitism ({self.elitism}) must be < population ({self.population})")
         if not 0.0 <= self.mutation_rate <= 1.0:

@@ -31,6 +31,7 @@ class RandomSetsSearcher(Searcher):
     n_sets: int = 32
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if isinstance(self.n_sets, bool) or not isinstance(self.n_sets, int) or self.n_sets < 1:
             raise ValueError(f"random: n_sets must be an integer >= 1, got {self.n_sets!r}")
 

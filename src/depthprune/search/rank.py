@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from depthprune.params import check_ints
 from depthprune.search.base import SearchContext, Searcher, rank_key, register, set_key
 from depthprune.search.exhaustive import score_every_set
 
@@ -40,8 +41,10 @@ class RankSearcher(Searcher):
     batch_size: int = 256
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if isinstance(self.q, bool) or not isinstance(self.q, (int, float)) or not 0.0 <= self.q <= 1.0:
             raise ValueError(f"rank: q must be a number in [0, 1], got {self.q!r}")
+        check_ints("rank", self, {"max_sets": 1, "batch_size": 1})
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int:
         return math.comb(n_layers - n_protected, budget)

@@ -1,0 +1,27 @@
+"""Range checks of searcher and objective parameters, shared so that every one fails alike.
+
+A parameter out of range is bad input: it must fail when the searcher or objective is built
+(``get_searcher`` / ``make_objective``), which the CLI does before it loads a model, so
+``depthprune prune --param max_evaluations=-5`` exits 2 naming the parameter and what is
+allowed instead of failing after the load.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def check_ints(owner: str, obj: Any, lows: dict[str, int], optional: tuple[str, ...] = ()) -> None:
+    """Each named field of ``obj`` an integer >= its low bound (``optional`` ones may be None)."""
+    for name, low in lows.items():
+        value = getattr(obj, name)
+        if value is None and name in optional:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            allowed = f"an integer >= {low}" + (" or None" if name in optional else "")
+            raise ValueError(f"{owner}: {name} must be {allowed}, got {value!r}")
+
+
+def check_choice(owner: str, name: str, value: Any, allowed: tuple[Any, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{owner}: {name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
