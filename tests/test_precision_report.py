@@ -34,7 +34,8 @@ def test_sets_losses_and_accuracies_are_compared_cell_by_cell(tmp_path):
     view = float32_view(bf16, {f["cell"]: f for _, f in found["tiny"]})
     assert [v["removed"] for v in view] == [[3, 7], [3, 7], [1, 2]] and "item_outcomes" not in view[0]
     text = "\n".join(render_precision(bf16, tmp_path))
-    assert "**Finding:** 2 of 3 cells removed a different set in bf16 than in float32" in text
+    assert "**Finding:** 2 of 3 cells (66.7%) removed a different set in bf16 than in float32" in text
+    assert "| m-margin-greedy-M2 |" in text
 
 
 def test_no_bf16_results_or_no_references_give_no_section(tmp_path):

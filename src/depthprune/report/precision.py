@@ -1,8 +1,8 @@
 """Numeric precision as a reported axis: every bf16 cell against the float32 reference of the same cell.
 
-The CPU grids ran in float32 until bf16 became ``auto`` on AMX CPUs; their last float32 run is kept
-as measured references in ``reference/float32/`` (removed set, calibration loss, every metric; written
-by ``--update-reference`` from that run). This is the precision control: for each grid it counts the
+The CPU grids ran in float32 until bf16 became `auto` on AMX CPUs; their last float32 run is kept
+as measured references in `reference/float32/` (removed set, calibration loss, every metric; written
+by `--update-reference` from that run). This is the precision control: for each grid it counts the
 cells whose removed set changed (and how many of those are near ties by the grid's own tolerance),
 how far calibration losses and metrics moved, and whether a claim's verdict flips when the float32
 cells stand in for the bf16 ones. Claims that need more than a reference keeps (the cost, the search
@@ -22,7 +22,7 @@ import numpy as np
 from tabulate import tabulate
 
 from depthprune.grid.reference import dtype_name, read_reference
-from depthprune.report.cells import fmt
+from depthprune.report.cells import fmt, layers
 
 #: claims whose statistics read only what a reference keeps: removed sets, calibration losses, metrics
 FROM_REFERENCES = ("5.1a", "5.1b-contiguity", "5.1b-depth", "5.2", "5.3", "search-gain")
@@ -124,9 +124,15 @@ def render_precision(results: Sequence[dict[str, Any]], ref_dir: str | Path) -> 
               f"reference keeps: {', '.join(FROM_REFERENCES)}; search-cost, search-convergence and 3.3 need costs, "
               "traces and priors that references do not keep, and are not re-judged):", "",
               tabulate(judged, headers=["grid", "claim", "bf16", "float32", "flipped"], tablefmt="github"), ""]
-    changed = sum(int(grid_rows(p)[1].split()[0]) for p in found.values())
+    moved = [[r["cell"], layers(f["removed"]), layers(r["removed"]), fmt(f["calibration_loss"], 4),
+              fmt(r["calibration_loss"], 4)]
+             for p in found.values() for r, f in p if sorted(r["removed"]) != sorted(f["removed"])]
+    if moved:
+        lines += ["The cells whose removed set moved:", "",
+                  tabulate(moved, headers=["cell", "float32 set", "bf16 set", "float32 loss", "bf16 loss"],
+                           tablefmt="github"), ""]
     total = sum(len(p) for p in found.values())
-    lines += [f"**Finding:** {changed} of {total} cells removed a different set in bf16 than in float32; "
-              + (f"verdicts flipped: {', '.join(flips)}." if flips else "no claim verdict flipped.")
-              + f" ({fmt(100 * changed / total, 3)}% of cells.)" if total else "", ""]
+    lines += [f"**Finding:** {len(moved)} of {total} cells ({100 * len(moved) / total:.1f}%) removed a different set "
+              "in bf16 than in float32; "
+              + (f"verdicts flipped: {', '.join(flips)}." if flips else "no claim verdict flipped."), ""]
     return lines
