@@ -383,7 +383,7 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     controls = render_controls(every)
     if controls:
         lines += ["## Controls: what the paper could not vary", "", *controls]
-    precision = render_precision(results, reference_dir)
+    precision = render_precision(every, reference_dir)
     if precision:
         lines += ["## Precision control: bf16 against float32", "", *precision]
     lines += ["## Calibration loss vs accuracy (Spearman)", "", *_spearman_section(conds), ""]

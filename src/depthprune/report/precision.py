@@ -23,6 +23,7 @@ from tabulate import tabulate
 
 from depthprune.grid.reference import dtype_name, read_reference
 from depthprune.report.cells import fmt, layers
+from depthprune.report.controls import is_control
 
 #: claims whose statistics read only what a reference keeps: removed sets, calibration losses, metrics
 FROM_REFERENCES = ("5.1a", "5.1b-contiguity", "5.1b-depth", "5.2", "5.3", "search-gain")
@@ -116,11 +117,13 @@ def render_precision(results: Sequence[dict[str, Any]], ref_dir: str | Path) -> 
     flips, judged = [], []
     for grid, p in sorted(found.items()):
         grid_rows_ = [r for r in results if r["grid"] == grid]
+        if any(is_control(r) for r in grid_rows_):
+            continue  # a controls grid's verdicts are the main grid's, re-judged in its own section
         for claim, a, b, flipped in verdict_changes(p, grid_rows_):
             judged.append([grid, claim, a, b, flipped])
             if flipped != "no":
                 flips.append(f"{grid} {claim}")
-    lines += ["Claim verdicts with the float32 cells in place of the bf16 ones (the claims judged from what a "
+    lines += ["Claim verdicts of each main grid with the float32 cells in place of the bf16 ones (the claims judged from what a "
               f"reference keeps: {', '.join(FROM_REFERENCES)}; search-cost, search-convergence and 3.3 need costs, "
               "traces and priors that references do not keep, and are not re-judged):", "",
               tabulate(judged, headers=["grid", "claim", "bf16", "float32", "flipped"], tablefmt="github"), ""]
