@@ -30,7 +30,7 @@ def test_sets_losses_and_accuracies_are_compared_cell_by_cell(tmp_path):
     assert list(found) == ["tiny"] and len(found["tiny"]) == 3
     row = grid_rows(found["tiny"])
     assert row[0] == 3 and row[1] == "2 (1 near ties)"
-    assert row[2] == "0.1% / 0.1%" and row[4] == "2 pt / 2 pt"
+    assert row[2] == "0.002 / 0.002" and row[4] == "2 pt / 2 pt"
     view = float32_view(bf16, {f["cell"]: f for _, f in found["tiny"]})
     assert [v["removed"] for v in view] == [[3, 7], [3, 7], [1, 2]] and "item_outcomes" not in view[0]
     text = "\n".join(render_precision(bf16, tmp_path))

@@ -78,9 +78,10 @@ def grid_rows(grid_pairs: list[tuple[dict, dict]]) -> list[Any]:
            if "avg_acc" in r["metrics"] and "avg_acc" in f["metrics"]]
     ppl = [_rel(r["metrics"]["c4_ppl"], f["metrics"]["c4_ppl"]) for r, f in same
            if "c4_ppl" in r["metrics"] and "c4_ppl" in f["metrics"]]
-    return [len(grid_pairs), f"{len(moved)} ({len(near)} near ties)",
-            _spread([_rel(r["calibration_loss"], f["calibration_loss"]) for r, f in same], scale=100, unit="%"),
-            _spread([_rel(r["calibration_loss"], f["calibration_loss"]) for r, f in moved], scale=100, unit="%"),
+    def dloss(pairs_):  # nats: a margin loss can sit near 0, where a relative change means nothing
+        return [abs(r["calibration_loss"] - f["calibration_loss"]) for r, f in pairs_]
+
+    return [len(grid_pairs), f"{len(moved)} ({len(near)} near ties)", _spread(dloss(same)), _spread(dloss(moved)),
             _spread(acc, scale=100, unit=" pt"), _spread(ppl, scale=100, unit="%")]
 
 
@@ -108,8 +109,8 @@ def render_precision(results: Sequence[dict[str, Any]], ref_dir: str | Path) -> 
         return []
     lines = [__doc__.split("\n\n")[1].replace("\n", " "), "",
              "Per grid: cells with a float32 reference; cells whose removed set differs in bf16 (near ties: "
-             "calibration losses within the grid's near-tie tolerance); |Δ calibration loss| relative, median / "
-             "max, on the cells whose set is unchanged and on those whose set moved; |Δ avg acc| and relative "
+             "calibration losses within the grid's near-tie tolerance); |Δ calibration loss|, median / "
+             "max, in nats, on the cells whose set is unchanged and on those whose set moved; |Δ avg acc| and relative "
              "|Δ c4 ppl| on unchanged sets (the same pruned model evaluated in both precisions).", ""]
     table = [[grid, *grid_rows(p)] for grid, p in sorted(found.items())]
     lines += [tabulate(table, headers=["grid", "cells", "sets changed", "Δ loss (same set)", "Δ loss (set moved)",
