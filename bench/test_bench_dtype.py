@@ -18,8 +18,8 @@ module with ``-s``): the ratio fp32 seconds / bf16 seconds (min over rounds), ag
 of issue 21 (>= 2x on tiny-llama3's forward, >= 3.5x on smollm2-135m's; reported, never
 asserted), and what bf16 changes in the answers. The forward's ratio is split into the blocks'
 and the head's: in a bf16 run the output head's product runs in float32 (:class:`OutputHead`,
-for the loss's precision), so the head does not speed up (measured 0.8-0.9x) while the blocks
-do (2.2x on tiny-llama3, 3.7x on smollm2-135m, one thread). Where something other than the model
+for the loss's precision, on oneDNN's bf16 kernels with float32 accumulation), so the head speeds up
+little (measured 1.1-1.3x) while the blocks do (2.3x on tiny-llama3, 3.6x on smollm2-135m, one thread). Where something other than the model
 takes the time, its share is reported too (tiny-llama3, both dtypes): BO's GP fits against its
 scoring (``bo_time_shares``), and lm-eval's bookkeeping against the model's forwards in an
 evaluation through :func:`depthprune.evaluate.evaluate` (``eval_time_shares``).
