@@ -105,11 +105,12 @@ def test_public_source_references_are_labelled_second_hand_and_quote_their_sourc
 
 
 def test_bf16_on_other_kernels_gets_the_measured_cross_kernel_tolerance():
-    amx = {"dtype": "torch.bfloat16", "kernels": {"bf16_matmul_kernel": "brg_matmul:avx10_1_512_amx"}}
-    avx = {"dtype": "torch.bfloat16", "kernels": {"bf16_matmul_kernel": "brg_matmul:avx512_core_bf16"}}
+    amx = {"dtype": "torch.bfloat16", "kernels": {"bf16_matmul_kernel": "brg_matmul:avx10_1_512_amx"}, "torch_threads": 1}
+    avx = {"dtype": "torch.bfloat16", "kernels": {"bf16_matmul_kernel": "brg_matmul:avx512_core_bf16"}, "torch_threads": 1}
     ref = make_reference({**_result([3, 7], 2.0), "environment": amx}, Tolerance(), "t")
     near = {**_result([3, 7], 2.0 * (1 + 1.5e-3)), "environment": avx}
     problems, notes = compare(near, ref)
     assert problems == [] and "other matmul kernels" in notes[0]
     assert compare({**near, "environment": amx}, ref)[0]  # the same kernels keep the grid's 1e-4
+    assert compare({**near, "environment": {**amx, "torch_threads": 2}}, ref)[0] == []  # another thread count
     assert compare({**_result([3, 7], 2.0 * (1 + 3e-3)), "environment": avx}, ref)[0]  # beyond what was measured

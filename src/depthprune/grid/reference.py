@@ -110,9 +110,11 @@ def read_reference(ref_dir: str | Path, cell_id: str, dtype: object = None) -> d
     return None
 
 
-def _kernel(environment: dict[str, Any] | None) -> str | None:
-    """The bf16 matmul kernel a result ran on (depthprune.precision), None where not recorded."""
-    return ((environment or {}).get("kernels") or {}).get("bf16_matmul_kernel")
+def _numerics(environment: dict[str, Any] | None) -> tuple[Any, Any]:
+    """(bf16 matmul kernel, torch threads) a result ran with (depthprune.precision; None where not
+    recorded): either changes a bf16 run's accumulation order."""
+    env = environment or {}
+    return (env.get("kernels") or {}).get("bf16_matmul_kernel"), env.get("torch_threads")
 
 
 def jaccard(a: list[int], b: list[int]) -> float:
@@ -147,11 +149,12 @@ def compare(result: dict[str, Any], reference: dict[str, Any]) -> tuple[list[str
         return [f"the reference was made in {made_in}, this result in {ran_in}: results of different "
                 "precisions are never compared (reference/<dtype>/ holds one reference per dtype)"], notes
     tol = {**asdict(Tolerance()), **reference.get("tolerance", {})}
-    kernels = _kernel(result.get("environment")), _kernel((reference.get("provenance") or {}).get("environment"))
-    if ran_in == "bfloat16" and None not in kernels and kernels[0] != kernels[1]:
+    ran = _numerics(result.get("environment"))
+    made = _numerics((reference.get("provenance") or {}).get("environment"))
+    if ran_in == "bfloat16" and None not in ran + made and ran != made:
         tol["calibration_loss_rel"] = max(tol["calibration_loss_rel"], tol["other_kernels_loss_rel"])
-        notes.append(f"bf16 on other matmul kernels than the reference ({kernels[0]} vs {kernels[1]}): "
-                     f"calibration-loss tolerance rel {tol['calibration_loss_rel']:g}")
+        notes.append(f"bf16 on other matmul kernels or thread counts than the reference ({ran[0]}, {ran[1]} threads "
+                     f"vs {made[0]}, {made[1]}): calibration-loss tolerance rel {tol['calibration_loss_rel']:g}")
     want = sorted(reference["removed"])
     ref_loss, loss = reference["calibration_loss"], result["calibration_loss"]
     loss_ok = abs(loss - ref_loss) <= max(tol["calibration_loss_abs"], tol["calibration_loss_rel"] * abs(ref_loss))
