@@ -13,6 +13,7 @@ import pytest
 
 from depthprune.grid.reference import (
     compare,
+    dtype_name,
     format_failure,
     make_reference,
     read_reference,
@@ -29,7 +30,7 @@ def _run_dtype(grid, runner) -> str:
         device = cell_device(grid, runner.device)
     except CellSkipped:
         return ""  # the runner says why
-    return str(resolve_dtype(grid.dtype, device)).removeprefix("torch.")
+    return dtype_name(resolve_dtype(grid.dtype, device))
 
 
 def test_cell(grid_cell, grid_runner, request):

@@ -57,9 +57,13 @@ def write_archives(results_dir: str | Path, out_dir: str | Path) -> list[Path]:
         target = out / f"{grid_dir.name}{SUFFIX}"
         text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode()
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=out)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(lzma.compress(text, preset=9))
-        os.replace(tmp, target)
+        try:  # as env.write_json_atomic: a reader never sees half an archive, a failure leaves no temp file
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(lzma.compress(text, preset=9))
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         written.append(target)
     return written
 
