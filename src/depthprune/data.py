@@ -6,6 +6,7 @@ the same protocol code runs on both. Which source a dataset name (``c4_train``,
 ``wikitext2``, ...) stands for is the data profile's to say (:mod:`depthprune.profiles`).
 
 Protocols (the paper's, after GPTQ/SLEB):
+
 * calibration windows: pick a random document longer than the window, then a random
   window inside it; repeat ``n_samples`` times; seeded (:func:`calibration_windows`).
 * evaluation windows: join the split (``"\\n\\n"`` for WikiText-2, ``" "`` for C4),
@@ -297,15 +298,15 @@ def parse_commonsense_record(
     instruction (plus ``input`` if any) followed by the record's own answer lead
     (``"the correct answer is"``). What is scored after it:
 
-    * ``answer="label"``: the label (`` answer2``), as the record's ``output`` writes it;
-    * ``answer="option"``: the option's own text (`` Dennis``), read from the
+    * ``answer="label"``: the label (``" answer2"``), as the record's ``output`` writes it;
+    * ``answer="option"``: the option's own text (``" Dennis"``), read from the
       instruction's ``Option2: Dennis`` line (labels without such a line, like
       ``true``/``false``, are their own text).
     * ``answer="cloze"``: no options in the prompt; each option's text is scored as the
       continuation of the question stem, in lm-eval's templates: a fill-in-the-blank
       sentence is split at ``_`` (context before it, option + rest of the sentence
       scored, as winogrande's partial scoring), an ``ending`` continues the sentence
-      (hellaswag), anything else is ``Question: <stem>\nAnswer:`` (arc, piqa, boolq).
+      (hellaswag), anything else is ``Question: <stem>\\nAnswer:`` (arc, piqa, boolq).
       For models that cannot read option lists in context (the tiny family).
     """
     instruction = record.get("instruction")

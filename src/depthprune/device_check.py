@@ -123,7 +123,7 @@ class Deadline:
 
 
 class Watched:
-    """A :class:`Scorer` seen through a :class:`Deadline`: a new set past it raises :class:`OutOfTime`.
+    """A :class:`~depthprune.scoring.Scorer` seen through a :class:`Deadline`: a new set past it raises :class:`OutOfTime`.
 
     Everything else is the scorer's own (attributes are delegated), so ``Calibration.search`` runs
     unchanged on it; its forks are watched too and kept, so a stopped search's counters can be read.

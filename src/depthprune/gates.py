@@ -16,7 +16,7 @@ never sees the model (``score.energy()``, see :mod:`depthprune.search.cbo`).
 
 Memory: a gradient pass keeps, for the backward, only each block's input and gated update and
 recomputes the rest of the block there (activation checkpointing, :func:`recompute_in_backward`;
-the output head's chunks likewise, in :meth:`OutputHead.target_logprobs`). Without it, an 8B
+the output head's chunks likewise, in :meth:`~depthprune.objectives.base.OutputHead.target_logprobs`). Without it, an 8B
 model's backward through every block of an 8 x 2048 micro-batch would hold ~76 GiB of
 activations, which does not fit on an 80 GB GPU beside the weights and the prefix cache
 (``depthprune plan``); with it, ~2 boundary states per block plus one block's activations.

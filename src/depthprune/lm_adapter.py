@@ -26,7 +26,7 @@ the batch. Here:
   (:mod:`depthprune.dense_states`: exact, under a byte budget, checked per architecture).
 
 Numerics: the same model on the same tokens, in other shapes, so log-probs agree with
-stock ``HFLM`` to float rounding (tested: |diff| <= 1e-4 in float32, every metric and every
+stock ``HFLM`` to float rounding (tested: ``|diff| <= 1e-4`` in float32, every metric and every
 per-item outcome equal). The log-softmax is taken in float32 (stock: in the logits' dtype
 unless ``softmax_dtype`` is set), so on bf16 models ours is the more precise of the two.
 
@@ -184,11 +184,11 @@ class SharedPrefixLM(HFLM):
     ``pack_tokens``: the longest packed row (ours, 1024; a single longer request gets a row of
     its own). A forward holds at most ``batch_size x`` (the longest request's input) tokens,
     the size of stock ``HFLM``'s widest batch. ``head_chunk_tokens``: positions per output-head
-    call (None: :class:`OutputHead`'s default, 2048). ``verify``: check one request against
+    call (None: :class:`~depthprune.objectives.base.OutputHead`'s default, 2048). ``verify``: check one request against
     stock ``HFLM`` on the first call. ``dense_blocks``: how many leading blocks of the model's
     current view are the dense model's own first blocks (the first removed index; the block
     count for the dense model; 0, the default: none claimed, nothing stored or reused).
-    ``dense_store``: where those states live (default: :func:`dense_states` of the model).
+    ``dense_store``: where those states live (default: :func:`~depthprune.dense_states.dense_states` of the model).
     Other arguments are ``HFLM``'s.
     """
 

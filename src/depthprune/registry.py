@@ -18,7 +18,7 @@ T = TypeVar("T", bound=type)
 
 
 class Registry(dict[str, T], Generic[T]):  # type: ignore[misc]
-    """``name -> class``; classes register themselves with :meth:`register`."""
+    """``name -> class``; classes register themselves with :meth:`Registry.register`."""
 
     def __init__(self, kind: str, attr: str = "name") -> None:
         super().__init__()

@@ -164,7 +164,7 @@ class Scorer:
 
     Also offers ``many(sets)`` (a batch) and ``energy()`` (a quadratic model of the loss
     over the removal vector, from gate gradients) for searchers that use them. Every
-    request is logged in order (:attr:`requests`, memo hits included), so a search's cost
+    request is logged in order (``requests``, memo hits included), so a search's cost
     can be recounted as if it had run alone (:func:`replay_cost`).
     """
 

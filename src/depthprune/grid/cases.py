@@ -2,7 +2,7 @@
 
 A case file names the axes (models × objectives × searchers × budgets × seeds) and the
 settings shared by its cells. It is validated on load, and a bad file fails with the
-file, the field and what is allowed — a typo must never silently shrink a grid.
+file, the field and what is allowed — a typo must never silently shrink a grid. ::
 
     [grid]
     name = "tiny"

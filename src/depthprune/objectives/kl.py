@@ -36,7 +36,7 @@ class KLObjective(PerplexityObjective):
 
     def batch_stats(self, hidden: torch.Tensor, batch: Batch, head: OutputHead) -> torch.Tensor:
         """Summed KL over the batch's predicted tokens, and their count, a head chunk at a time
-        (:meth:`OutputHead.per_chunk`: checkpointed when gradients flow, so cbo's backward keeps
+        (:meth:`~depthprune.objectives.base.OutputHead.per_chunk`: checkpointed when gradients flow, so cbo's backward keeps
         hidden states, not two vocabulary-wide distributions)."""
         index = batch.payload.get("kl_reference")
         if index is None:

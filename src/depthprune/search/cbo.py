@@ -61,8 +61,8 @@ class CBOSearcher(Searcher):
             120 pairs whatever L, enough to cover the 2M best singles for M ≤ 8).
         enumerate_limit: largest C(L', M) solved by enumeration instead of MILP;
             200000 (ours: a fraction of a second of numpy).
-        penalty_scale: nan/inf fitted terms become penalty_scale × (1 + max |finite
-            term|); 1000.0 (ours).
+        penalty_scale: nan/inf fitted terms become penalty_scale × (1 + max ``|finite
+            term|``); 1000.0 (ours).
     """
 
     name: ClassVar[str] = "cbo"
