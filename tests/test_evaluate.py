@@ -27,6 +27,18 @@ def test_windows_perplexity_is_token_weighted():
     assert tokens == 3 * 15 and ppl == pytest.approx(math.exp(nll.item()), rel=1e-5)
 
 
+def test_per_window_nll_is_each_windows_mean_and_averages_to_log_perplexity():
+    model = random_model("llama", n_layers=2)
+    windows = torch.randint(4, 30, (3, 16), generator=torch.Generator().manual_seed(0))
+    per_window: list[float] = []
+    ppl, _ = windows_perplexity(model, windows, batch_size=2, window_nll=per_window)
+    with torch.no_grad():
+        logits = model(windows).logits[:, :-1]
+    each = torch.nn.functional.cross_entropy(logits.transpose(1, 2), windows[:, 1:], reduction="none").mean(1)
+    assert per_window == pytest.approx(each.tolist(), rel=1e-5)
+    assert math.log(ppl) == pytest.approx(sum(per_window) / 3, rel=1e-6)
+
+
 def test_view_equals_pruned_copy_and_is_cached(tmp_path):
     model, tok = random_model("llama", n_layers=4), char_tokenizer()
     viewed = evaluate(model, tok, "random-llama", [1], TINY, CFG, cache_dir=tmp_path)
@@ -48,8 +60,14 @@ def test_view_equals_pruned_copy_and_is_cached(tmp_path):
         assert len(outcomes) == 12 and set(outcomes) <= {"0", "1"}
         assert outcomes.count("1") / len(outcomes) == pytest.approx(viewed.metrics[f"{task}_acc"])
     assert viewed.items["hellaswag"]["acc_norm"].count("1") / 12 == pytest.approx(viewed.metrics["hellaswag_acc_norm"])
+    # per-window outcomes: their mean is the log of the perplexity reported
+    for name in ("wikitext2", "c4"):
+        assert math.log(viewed.metrics[f"{name}_ppl"]) == pytest.approx(
+            sum(viewed.windows[name]) / len(viewed.windows[name]), rel=1e-6)
+    assert len(viewed.windows["c4"]) == 4
     again = evaluate(model, tok, "random-llama", [1], TINY, CFG, cache_dir=tmp_path)
     assert again.cached and again.metrics == viewed.metrics and again.items == viewed.items
+    assert again.windows == viewed.windows and again.clusters == viewed.clusters
     (entry,) = tmp_path.iterdir()
     entry.write_text("{ truncated")
     redone = evaluate(model, tok, "random-llama", [1], TINY, CFG, cache_dir=tmp_path)
@@ -121,3 +139,12 @@ def test_windows_perplexity_from_stored_dense_states_is_exact():
             assert windows_perplexity(model, windows, batch_size=4, dense_blocks=first) == plain, removed
         reused.append(taken)
     assert reused[0] == 0 and all(r > 0 for r in reused[1:]) and store.usable
+
+
+def test_item_clusters_number_each_docs_cluster_in_doc_order():
+    from depthprune.evaluate import item_clusters
+
+    samples = [{"doc_id": 2, "doc": {"cluster": "b"}}, {"doc_id": 0, "doc": {"cluster": "a"}},
+               {"doc_id": 1, "doc": {"cluster": "b"}}]
+    assert item_clusters(samples) == [0, 1, 1]
+    assert item_clusters([{"doc_id": 0, "doc": {"query": "x"}}]) is None  # no cluster: every item its own

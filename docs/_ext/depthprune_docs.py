@@ -301,15 +301,7 @@ class JsonExcerpt(SphinxDirective):
 #: object name, as autoapi names it (a module by its dotted path, a function by its own name) ->
 #: (text, replacement) in its docstring. Remove an entry when the docstring is fixed (the build
 #: warns, and so fails, when a replacement finds nothing to replace).
-REPORT_DOCSTRING_FIXES: dict[str, list[tuple[str, str]]] = {
-    # ``(000_…)`` reads as a reference to a target named "000"
-    "depthprune.report.claims": [("(000_…)", "(``000_…``)")],
-    "verdict_search_cost": [("(000_…)", "(``000_…``)")],
-    # ``|…|`` reads as a substitution
-    "verdict_3_3": [("|change from dense|", "``|change from dense|``")],
-    # a bullet list needs a blank line before it
-    "depthprune.report.analysis": [("Conventions (stated in the report too):", "Conventions (stated in the report too):\n")],
-}
+REPORT_DOCSTRING_FIXES: dict[str, list[tuple[str, str]]] = {}  # none left: report/ docstrings render
 _applied: set[tuple[str, str]] = set()
 
 

@@ -90,14 +90,24 @@ class EvalResult:
     #: per-item outcomes: task -> metric (acc, acc_norm) -> "0110..." in lm-eval's doc order,
     #: so that two solutions can be compared item by item (paired tests, not 2 x stderr)
     items: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: task -> each item's cluster (the source unit its items share, from the task's ``cluster`` field;
+    #: numbered by first appearance, doc order), so resampling keeps dependent items together
+    clusters: dict[str, list[int]] = field(default_factory=dict)
+    #: perplexity dataset -> each window's mean NLL (nats per token), window order
+    windows: dict[str, list[float]] = field(default_factory=dict)
 
 
 # -- perplexity ------------------------------------------------------------------------------
 
 
 def windows_perplexity(model, windows: torch.Tensor, batch_size: int,
-                       chunk_tokens: int | None = None, dense_blocks: int = 0) -> tuple[float, int]:
+                       chunk_tokens: int | None = None, dense_blocks: int = 0,
+                       window_nll: list[float] | None = None) -> tuple[float, int]:
     """Token-weighted perplexity of ``windows`` [n, T]: every predicted token counts once.
+
+    ``window_nll``, when given, receives each window's mean NLL (nats per predicted token), in
+    window order: the per-window outcomes from which a verdict estimates the evaluation's own
+    noise (:mod:`depthprune.report.noise`); their mean is the log of the perplexity returned.
 
     The blocks run on a batch; the output head runs on ``chunk_tokens`` positions at a time
     (default: :class:`~depthprune.objectives.base.OutputHead`'s, 2048), so the largest logits
@@ -125,12 +135,15 @@ def windows_perplexity(model, windows: torch.Tensor, batch_size: int,
             if chunked:
                 hidden, _, _ = forward_from_dense(model, {"input_ids": ids}, dense_blocks, store)
                 logp = head.target_logprobs(hidden[:, :-1].reshape(-1, hidden.shape[-1]), targets.reshape(-1))
-                nll -= logp.double().sum().item()
+                rows = -logp.double().reshape(targets.shape).sum(dim=1)
             else:
                 logits = model(input_ids=ids, use_cache=False).logits[:, :-1].float()
-                nll += torch.nn.functional.cross_entropy(
-                    logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum"
-                ).item()
+                rows = torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none"
+                ).double().reshape(targets.shape).sum(dim=1)
+            nll += rows.sum().item()
+            if window_nll is not None:
+                window_nll.extend((rows / targets.shape[1]).tolist())
             count += targets.numel()
     return math.exp(nll / count), count
 
@@ -159,21 +172,34 @@ def _ppl_windows(name: str, profile: Profile, tokenizer, seq_len: int, c4_window
     return windows, {"source": source.describe(), **asdict(protocol)}
 
 
-def perplexity_suite(model, tokenizer, profile: Profile, cfg: EvalConfig,
-                     dense_blocks: int = 0) -> tuple[dict[str, float], dict[str, Any]]:
-    metrics, protocol = {}, {}
+def perplexity_suite(model, tokenizer, profile: Profile, cfg: EvalConfig, dense_blocks: int = 0
+                     ) -> tuple[dict[str, float], dict[str, Any], dict[str, list[float]]]:
+    """Perplexity on each of ``cfg.perplexity``'s datasets: metrics, protocol, per-window mean NLLs."""
+    metrics, protocol, per_window = {}, {}, {}
     for name in cfg.perplexity:
         windows, proto = _ppl_windows(name, profile, tokenizer, cfg.seq_len, cfg.c4_windows)
+        per_window[name] = []
         metrics[f"{name}_ppl"], tokens = windows_perplexity(model, windows, cfg.batch_size,
-                                                            dense_blocks=dense_blocks)
+                                                            dense_blocks=dense_blocks, window_nll=per_window[name])
         protocol[name] = {**proto, "predicted_tokens": tokens}
-    return metrics, protocol
+    return metrics, protocol, per_window
 
 
 # -- lm-eval ---------------------------------------------------------------------------------
 
 
 ITEM_METRICS = ("acc", "acc_norm")
+
+
+def item_clusters(samples: list[dict[str, Any]]) -> list[int] | None:
+    """Each logged sample's ``doc["cluster"]`` ordered by doc_id, numbered by first appearance
+    (None when the task's documents carry no cluster: then every item is its own)."""
+    ordered = sorted(samples, key=lambda s: s["doc_id"])
+    names = [(s.get("doc") or {}).get("cluster") for s in ordered]
+    if not names or any(n is None for n in names):
+        return None
+    index: dict[Any, int] = {}
+    return [index.setdefault(n, len(index)) for n in names]
 
 
 def item_outcomes(samples: list[dict[str, Any]]) -> dict[str, str]:
@@ -220,11 +246,12 @@ def run_lm_eval(lm, profile: Profile, cfg: EvalConfig) -> dict[str, Any]:
 
 
 def zero_shot(model, tokenizer, profile: Profile, cfg: EvalConfig,
-              dense_blocks: int = 0) -> tuple[dict[str, float], dict[str, Any], dict[str, dict[str, str]]]:
-    """lm-eval on the in-memory model: flat metrics, what lm-eval reported, per-item outcomes."""
+              dense_blocks: int = 0) -> tuple[dict[str, float], dict[str, Any], dict[str, dict[str, str]],
+                                              dict[str, list[int]]]:
+    """lm-eval on the in-memory model: flat metrics, what lm-eval reported, per-item outcomes, item clusters."""
     names = lm_eval_tasks(profile, cfg)
     if not names:
-        return {}, {}, {}
+        return {}, {}, {}, {}
     lm = lm_eval_model(model, tokenizer, cfg, dense_blocks)
     out = run_lm_eval(lm, profile, cfg)
     metrics: dict[str, float] = {}
@@ -250,7 +277,9 @@ def zero_shot(model, tokenizer, profile: Profile, cfg: EvalConfig,
     }
     samples = out.get("samples") or {}
     items = {task: item_outcomes(samples[lm_name]) for lm_name, task in names.items() if lm_name in samples}
-    return metrics, info, items
+    clusters = {task: c for lm_name, task in names.items() if lm_name in samples
+                and (c := item_clusters(samples[lm_name])) is not None}
+    return metrics, info, items, clusters
 
 
 # -- the whole evaluation, cached ------------------------------------------------------------
@@ -294,19 +323,20 @@ def evaluate(
         try:
             stored = json.loads(path.read_text())
             return EvalResult(stored["metrics"], stored["protocol"], stored["seconds"], cached=True,
-                              items=stored["items"])
+                              items=stored["items"], clusters=stored["clusters"], windows=stored["windows"])
         except (json.JSONDecodeError, KeyError):
-            path.unlink()  # a corrupt cache entry is recomputed, never trusted
+            path.unlink()  # a corrupt or incomplete cache entry is recomputed, never trusted
     start = time.perf_counter()
     dense_blocks = min(removed) if len(removed) else len(find_decoder_layers(model))  # the view's dense prefix
     with skip_layers(model, removed):
-        metrics, ppl_protocol = perplexity_suite(model, tokenizer, profile, cfg, dense_blocks)
-        zs_metrics, zs_info, items = zero_shot(model, tokenizer, profile, cfg, dense_blocks)
+        metrics, ppl_protocol, windows = perplexity_suite(model, tokenizer, profile, cfg, dense_blocks)
+        zs_metrics, zs_info, items, clusters = zero_shot(model, tokenizer, profile, cfg, dense_blocks)
     metrics.update(zs_metrics)
     protocol = {"config": asdict(cfg), "perplexity": ppl_protocol, "zero_shot": zs_info, "profile": profile.name,
                 "dtype": dtype}
     seconds = time.perf_counter() - start
     if path is not None:
         write_json_atomic(path, {"model": model_id, "weights": weights, "removed": sorted(removed),
-                                 "metrics": metrics, "protocol": protocol, "seconds": seconds, "items": items})
-    return EvalResult(metrics, protocol, seconds, items=items)
+                                 "metrics": metrics, "protocol": protocol, "seconds": seconds, "items": items,
+                                 "clusters": clusters, "windows": windows})
+    return EvalResult(metrics, protocol, seconds, items=items, clusters=clusters, windows=windows)

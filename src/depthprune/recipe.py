@@ -255,6 +255,8 @@ def make_result(session: Session, calib: Calibration, outcome: SearchOutcome, id
         "evaluated": evaluation is not None,
         "metrics": evaluation.metrics if evaluation is not None else {},
         "item_outcomes": evaluation.items if evaluation is not None else {},
+        "item_clusters": evaluation.clusters if evaluation is not None else {},
+        "window_nll": evaluation.windows if evaluation is not None else {},
         "dense_metrics": dense.metrics if dense is not None else {},
         "objective_params": calib.objective.params(),
         "calibration_protocol": calib.objective.protocol(),

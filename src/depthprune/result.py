@@ -16,6 +16,9 @@ Top-level fields (``*`` = only meaningful when ``evaluated``)::
     evaluated              whether the pruned model was evaluated
     metrics*, dense_metrics*, evaluation_protocol*
     item_outcomes*         task -> acc / acc_norm -> "0110..." per item (lm-eval doc order), for paired tests
+    item_clusters*         task -> each item's cluster number (tasks whose items carry a ``cluster``), for
+                           resampling dependent items together; absent: every item its own cluster
+    window_nll*            perplexity dataset -> each window's mean NLL (nats/token): the noise of ``*_ppl``
     objective_params, calibration_protocol, search_params, search_info
     cost                   evaluations, layer_forwards, layer_backwards (as if alone), seconds, ...
     prior                  the single-removal losses f({i}) (null for non-finite)

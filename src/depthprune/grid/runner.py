@@ -166,6 +166,7 @@ class GridRunner:
             "grid": grid.name, "model": session.spec.id, "weights": session.weights, "stand_in": session.stand_in,
             "n_layers": session.n_layers,
             "metrics": self._dense[key].metrics, "item_outcomes": self._dense[key].items,
+            "item_clusters": self._dense[key].clusters, "window_nll": self._dense[key].windows,
             "load_seconds": session.load_seconds,
             "objectives": {c.name: {"objective_params": c.objective.params(), "dense_calibration_loss": c.dense_loss,
                                     "prior": c.prior, "dense_seconds": c.dense_seconds,

@@ -5,6 +5,7 @@ can merge results from any number of machines and every figure in the report can
 recomputed from the JSON files alone.
 
 Conventions (stated in the report too):
+
 * a *condition* is (grid, model, objective, budget); its *solutions* are the searchers'
   results in it;
 * accuracy = ``avg_acc`` (mean headline metric of the six zero-shot tasks);

@@ -9,7 +9,7 @@ text, v2 of arXiv 2604.24938 ("Rethinking Layer Redundancy: Calibration Matters 
 Than Search in LLM Depth Pruning", ``shared/paper/001_132f0670777f7341.txt``; a test
 checks each quote is in it). The third party's summary of v1 (``000_…``) is never quoted
 as the paper: its figures (ρ from −0.78, "1–3 points", "minutes … hours") are v1 summary
-(000_…), not in the paper's text, and no verdict here rests on them.
+(``000_…``), not in the paper's text, and no verdict here rests on them.
 
 The verdicts. Each claim has one pure function of a list of result dicts (schema 2, as
 :func:`depthprune.result.read_result` returns them) and the thresholds; it returns one
@@ -48,6 +48,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,7 @@ from scipy import stats
 from tabulate import tabulate
 
 from depthprune.report import analysis as A
+from depthprune.report import noise as N
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -118,22 +120,27 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           "performance variance across search algorithms is smaller in language modeling perplexity but "
           "comparable in downstream reasoning accuracy relative to the variation induced by the configuration "
           "(Section 5.2)",
-          "two-way variance shares (objective × searcher) per pair, D = objective share − searcher share, mean "
-          "over pairs: for log C4 perplexity the bootstrap lower bound of D ≥ ppl_min_gap; for avg accuracy "
-          "|D| ≤ acc_max_gap; HELD only if both", "ppl_min_gap",
-          ("ppl_min_gap", "acc_max_gap", "n_resamples", "seed", "confidence")),
+          "two-way variance shares (objective × searcher), sums of squares less their expected evaluation noise "
+          "and pooled over pairs, D = objective share − searcher share, with a bootstrap interval over the "
+          "evaluation's items (windows): log C4 perplexity dominant if the lower bound ≥ ppl_min_gap; avg "
+          "accuracy comparable if the interval lies within ±acc_max_gap; HELD only if both, NOT MEASURED "
+          "while an interval straddles its threshold", "ppl_min_gap",
+          ("ppl_min_gap", "acc_max_gap", "n_resamples", "seed", "confidence", "power")),
     Claim("5.3", "5.3", "Introduction, observation (iii)",
           "calibration perplexity and downstream reasoning rankings show negative or weak correlations under "
           "perplexity pruning but positive correlations under task likelihood margin pruning (Section 5.3)",
-          "ρ = Spearman(−x, avg accuracy) across a condition's solutions, x = x_axis (C4 perplexity by default; "
-          "the objective's own loss also reported); median ρ over ppl conditions ≤ ppl_max_rho and over margin "
-          "conditions ≥ margin_min_rho; a condition counts with ≥ min_distinct distinct solutions",
-          "ppl_max_rho", ("x_axis", "min_distinct", "ppl_max_rho", "margin_min_rho")),
+          "ρ = Spearman(−x, avg accuracy) across a condition's distinct solutions, x = x_axis (C4 perplexity by "
+          "default; the objective's own loss also reported), corrected for the evaluation noise's attenuation, "
+          "pooled over an objective's conditions in Fisher's z, with an interval for solution sampling and "
+          "evaluation noise: ppl's interval ≤ ppl_max_rho and margin's ≥ margin_min_rho; a condition counts "
+          "with ≥ min_distinct distinct solutions and reliability ≥ min_reliability",
+          "ppl_max_rho", ("x_axis", "min_distinct", "min_reliability", "ppl_max_rho", "margin_min_rho",
+                          "n_resamples", "seed", "confidence", "power")),
     Claim("search-gain", "Contributions", "Introduction, second contribution", _CONTRIBUTION_2,
           "per ppl condition: the largest calibration-loss gain of a searcher over one-shot (nats = log "
           "calibration perplexity) ÷ the objective gap (mean over searchers of log C4 ppl of the margin-chosen "
-          "minus the ppl-chosen solution, same model and budget); median ≤ max_ratio", "max_ratio",
-          ("max_ratio",)),
+          "minus the ppl-chosen solution, same model and budget); the median's interval over the C4 windows' "
+          "noise ≤ max_ratio", "max_ratio", ("max_ratio", "n_resamples", "seed", "confidence", "power")),
     Claim("search-cost", "Contributions", "Introduction, second contribution", _CONTRIBUTION_2,
           "the 'computationally expensive' part: cost (measure) of each expensive searcher ÷ one-shot's in the "
           "same condition, both as if alone with the prior included; median ≥ min_ratio", "min_ratio",
@@ -354,118 +361,360 @@ _SHARE_METRICS = (("c4_ppl", math.log), ("avg_acc", lambda v: v))
 
 def verdict_5_2(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
     """The configuration dominates the variance of perplexity but only matches the searcher on
-    accuracy. Dominance is judged on the bootstrap lower bound (resampling the searchers of each
-    pair), so it is a claim about searchers as a sample; "comparable" on the point estimate, so a
-    wide interval cannot make it easier to hold."""
+    accuracy.
+
+    Noise cannot tilt it. Each solution's accuracy (perplexity) is a mean over items (windows)
+    whose noise adds variance to every solution, which a two-way decomposition books largely
+    to the searcher: with noise alone the searcher share grows and "comparable" holds. So the
+    sums of squares are corrected by their expected noise, E[yᵀPy] = μᵀPμ + tr(PΣ), with Σ the
+    solutions' noise covariance measured from their per-item and per-window outcomes
+    (:mod:`depthprune.report.noise`, cluster-robust, paired), pooled over the grid's pairs, and
+    each half is decided only by its interval (a bootstrap of the evaluation's clusters, the
+    same for every solution): dominance needs the lower bound ≥ ppl_min_gap; "comparable"
+    needs the whole interval within ±acc_max_gap (an equivalence test: noise widens the
+    interval, and a wide interval decides nothing). An interval across the threshold is NOT
+    MEASURED, with the minimum detectable effect. The seven searchers are the paper's set, not
+    a sample: resampling seven levels with replacement biases the searcher share down (a draw
+    holds ~4.6 distinct searchers), which would favour dominance whatever the data."""
     return _per_grid("5.2", _judge_5_2, results, thresholds)
 
 
-def _share_gap(cells: dict[tuple[str, str], dict[str, float]], objectives, searchers, metric, transform):
-    """objective share − searcher share of ``metric`` over these (objective, searcher) cells."""
-    rows = [{"objective": o, "search": f"{s}#{k}", "metrics": cells[(o, s)]}
-            for k, s in enumerate(searchers) for o in objectives]
-    vs = A.variance_shares(rows, metric, transform)
-    return math.nan if vs is None else vs.objective - vs.searcher
+@lru_cache(maxsize=32)
+def _projections(n_obj: int, n_srch: int) -> np.ndarray:
+    """[P_objective, P_searcher, P_total] for an objective-major table: SS = yᵀPy."""
+    n = n_obj * n_srch
+    grand = np.full((n, n), 1 / n)
+    by_obj = np.kron(np.eye(n_obj), np.full((n_srch, n_srch), 1 / n_srch))
+    by_srch = np.kron(np.full((n_obj, n_obj), 1 / n_obj), np.eye(n_srch))
+    return np.stack([by_obj - grand, by_srch - grand, np.eye(n) - grand])
+
+
+def _corrected_ss(y: np.ndarray, cov: np.ndarray, n_srch: int) -> np.ndarray:
+    """[..., 3]: SS_objective, SS_searcher, SS_total of a pair's table (``y`` [..., cells], objective-
+    major; ``cov`` [..., cells, cells] its noise covariance), each less its expected noise tr(PΣ)."""
+    P = _projections(y.shape[-1] // n_srch, n_srch)
+    return np.einsum("...i,kij,...j->...k", y, P, y) - np.einsum("kij,...ij->...k", P, cov)
+
+
+def _share_gap_of(ss: np.ndarray) -> np.ndarray | float:
+    """objective share − searcher share of pooled corrected sums of squares [..., 3] (nan: no variance left)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(ss[..., 2] > 0, (ss[..., 0] - ss[..., 1]) / ss[..., 2], np.nan)
+    return float(out) if out.ndim == 0 else out
+
+
+def _headlines(r: dict[str, Any]) -> dict[str, str]:
+    """task -> headline metric of the tasks a result's avg_acc averaged."""
+    return dict(((r.get("evaluation_protocol") or {}).get("zero_shot") or {}).get("headline_metric") or {})
+
+
+def _blocks(solutions: Sequence[dict[str, Any]], metric: str):
+    """The solutions' outcome blocks for ``metric`` (avg_acc: one per task; c4_ppl: the windows)."""
+    if metric == "c4_ppl":
+        return N.window_blocks(solutions, "c4")
+    heads = _headlines(solutions[0])
+    if not heads or any(_headlines(r) != heads for r in solutions):
+        return None
+    return N.accuracy_blocks(solutions, list(heads), heads.get)
+
+
+def _interval(boot: np.ndarray, confidence: float) -> tuple[float, float]:
+    """Percentile interval; a bound that falls among undefined replicates (nan) is infinite."""
+    alpha = (1 - confidence) / 2
+    n = len(boot)
+    finite = np.sort(boot[np.isfinite(boot)])
+    k_low, k_high = int(math.floor(alpha * n)), int(math.ceil((1 - alpha) * n)) - 1
+    missing = n - len(finite)  # undefined replicates could lie anywhere: count them as ±inf
+    low = finite[k_low - missing] if k_low - missing >= 0 and len(finite) else -math.inf
+    high = finite[k_high] if k_high < len(finite) else math.inf
+    return float(low), float(high)
+
+
+def _decide(low: float, high: float, threshold: float, side: str) -> bool | None:
+    """The claim's side of ``threshold`` (True), the other (False) or undecided (None), by interval.
+    side ">=": statistic ≥ threshold; "<=": ≤; "within": |statistic| ≤ threshold."""
+    if side == ">=":
+        return True if low >= threshold else False if high < threshold else None
+    if side == "<=":
+        return True if high <= threshold else False if low > threshold else None
+    return True if -threshold <= low and high <= threshold else False if low > threshold or high < -threshold else None
+
+
+def _mde(boot: np.ndarray, t: Mapping[str, Any]) -> float:
+    """(z_{1−α/2} + z_power) × the bootstrap SE: the smallest departure from a threshold detected at ``power``.
+    The SE is read off the percentile interval (its width ÷ 2 z_{1−α/2}), which a ratio's rare blow-ups
+    do not inflate as they inflate a standard deviation; an unbounded interval gives an infinite MDE."""
+    low, high = _interval(boot, t["confidence"])
+    se = (high - low) / (2 * float(stats.norm.ppf(0.5 + t["confidence"] / 2)))
+    return N.z_sum(t["confidence"], t["power"]) * se
+
+
+def _measured_groups(groups: Sequence[list[dict[str, Any]]], metric: str, n_resamples: int, seed: int):
+    """Each group's (means, noise covariance) as measured, and as ``n_resamples`` bootstrap draws
+    of the evaluation's clusters: one draw for all groups when they were evaluated on the same
+    items (the same draw for every solution of the grid), else a draw per group."""
+    flat = [r for sols in groups for r in sols]
+    blocks = _blocks(flat, metric)
+    offsets = np.cumsum([0] + [len(sols) for sols in groups])
+    if blocks is not None:
+        y, cov = N.measure(blocks)
+        cols = [np.arange(offsets[i], offsets[i + 1]) for i in range(len(groups))]
+        return [(y[c], cov[np.ix_(c, c)]) for c in cols], N.bootstrap(blocks, n_resamples, seed, cols)
+    point, boot = [], []
+    for k, sols in enumerate(groups):
+        blk = _blocks(sols, metric)
+        point.append(N.measure(blk))
+        boot += N.bootstrap(blk, n_resamples, seed + k)
+    return point, boot
 
 
 def _judge_5_2(grid, rows, t, g) -> Verdict:
-    objectives = (g["ppl_objective"], g["margin_objective"])
-    tables, details, used = [], [], []
+    details, used = [], []
+    per_metric: dict[str, list[tuple[list[dict[str, Any]], int]]] = {m: [] for m, _ in _SHARE_METRICS}
     for (model, budget), (ppl, margin) in _pairs(rows, g).items():
         common = sorted(s for s in set(ppl) & set(margin)
                         if all(_metric(side[s], m) is not None for side in (ppl, margin) for m, _ in _SHARE_METRICS))
         if len(common) < g["min_searchers"]:
             continue
-        cells = {(o, s): {m: _metric(side[s], m) for m, _ in _SHARE_METRICS}
-                 for o, side in zip(objectives, (ppl, margin)) for s in common}
-        gaps = [_share_gap(cells, objectives, common, m, f) for m, f in _SHARE_METRICS]
-        if any(math.isnan(x) for x in gaps):
-            continue
-        tables.append((cells, common))
-        details.append({"model": model, "budget": budget, "searchers": len(common), "D_ppl": gaps[0],
-                        "D_acc": gaps[1]})
-        used += [side[s] for side in (ppl, margin) for s in common]
-    th = {k: t[k] for k in ("ppl_min_gap", "acc_max_gap", "n_resamples", "confidence")}
-    if not tables:
-        return _verdict("5.2", grid, None, {"D_ppl_low": None, "D_acc": None}, th, 0, 0,
+        solutions = [side[s] for side in (ppl, margin) for s in common]  # objective-major
+        row = {"model": model, "budget": budget, "searchers": len(common)}
+        for m, f in _SHARE_METRICS:
+            y = np.array([f(_metric(r, m)) for r in solutions])
+            row[f"D_{m}_uncorrected"] = _share_gap_of(_corrected_ss(y, np.zeros((len(y), len(y))), len(common)))
+            if _blocks(solutions, m) is not None:
+                per_metric[m].append((solutions, len(common)))
+        details.append(row)
+        used += solutions
+    th = {k: t[k] for k in ("ppl_min_gap", "acc_max_gap", "n_resamples", "confidence", "power")}
+    if not details:
+        return _verdict("5.2", grid, None, {"D_c4_ppl": None, "D_avg_acc": None}, th, 0, 0,
                         f"no (model, budget) with c4_ppl and avg_acc under both objectives for "
                         f"≥ {g['min_searchers']} common searchers")
-    d_ppl, d_acc = (float(np.mean([d[k] for d in details])) for k in ("D_ppl", "D_acc"))
-    rng = np.random.default_rng(t["seed"])
-    boot = np.empty((t["n_resamples"], 2))
-    for b in range(t["n_resamples"]):
-        per_pair = []
-        for cells, common in tables:
-            pick = [common[i] for i in rng.integers(len(common), size=len(common))]
-            per_pair.append([_share_gap(cells, objectives, pick, m, f) for m, f in _SHARE_METRICS])
-        with warnings.catch_warnings():  # a degenerate resample (no variance at all) gives nan; skipped
-            warnings.simplefilter("ignore", RuntimeWarning)
-            boot[b] = np.nanmean(per_pair, axis=0)
-    alpha = 100 * (1 - t["confidence"]) / 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        low_ppl, high_ppl = np.nanpercentile(boot[:, 0], [alpha, 100 - alpha])
-        low_acc, high_acc = np.nanpercentile(boot[:, 1], [alpha, 100 - alpha])
-    ppl_ok, acc_ok = bool(low_ppl >= t["ppl_min_gap"]), bool(abs(d_acc) <= t["acc_max_gap"])
-    stat = {"D_ppl": d_ppl, "D_ppl_low": float(low_ppl), "D_ppl_high": float(high_ppl), "D_acc": d_acc,
-            "D_acc_low": float(low_acc), "D_acc_high": float(high_acc)}
-    reason = (f"perplexity: D lower bound {low_ppl:.2f} {'≥' if ppl_ok else '<'} {t['ppl_min_gap']} "
-              f"({'dominant' if ppl_ok else 'not dominant'}); accuracy: |D| {abs(d_acc):.2f} "
-              f"{'≤' if acc_ok else '>'} {t['acc_max_gap']} ({'comparable' if acc_ok else 'not comparable'})")
-    return _verdict("5.2", grid, ppl_ok and acc_ok, stat, th, len(tables), _distinct(used), reason, details)
+    stat: dict[str, float | None] = {}
+    decided: dict[str, bool | None] = {}
+    words = []
+    for m, threshold, side, yes, no in (("c4_ppl", t["ppl_min_gap"], ">=", "dominant", "not dominant"),
+                                        ("avg_acc", t["acc_max_gap"], "within", "comparable", "not comparable")):
+        name = "log c4 ppl" if m == "c4_ppl" else "avg acc"
+        if not per_metric[m]:
+            stat[f"D_{m}"], decided[m] = None, None
+            words.append(f"{name}: no per-{'window' if m == 'c4_ppl' else 'item'} outcomes, so its noise is "
+                         "unknown: not measured")
+            continue
+        groups = [sols for sols, _ in per_metric[m]]
+        sizes = [n for _, n in per_metric[m]]
+        point, boot = _measured_groups(groups, m, t["n_resamples"], t["seed"])
+        # c4_ppl's means are mean window NLLs, i.e. log perplexity; avg_acc's the tasks' mean accuracy
+        estimate = _share_gap_of(sum(_corrected_ss(y, c, n) for (y, c), n in zip(point, sizes)))
+        draws = _share_gap_of(sum(_corrected_ss(y, c, n) for (y, c), n in zip(boot, sizes)))
+        low, high = _interval(draws, t["confidence"])
+        mde = _mde(draws, t)
+        stat.update({f"D_{m}": estimate, f"D_{m}_low": low, f"D_{m}_high": high, f"D_{m}_mde": mde})
+        decided[m] = _decide(low, high, threshold, side)
+        bound = f"±{threshold}" if side == "within" else f"{threshold}"
+        interval = f"D {estimate:+.2f} [{low:+.2f}, {high:+.2f}]"
+        if decided[m] is None:
+            words.append(f"{name}: {interval} straddles {bound}, MDE {mde:.2f}: not measured")
+        else:
+            words.append(f"{name}: {interval} vs {bound}, MDE {mde:.2f}: {yes if decided[m] else no}")
+    mde_pts = _grid_accuracy_mde(rows, t)
+    if mde_pts is not None:
+        stat["paired_mde_acc_pts"] = mde_pts
+    values = list(decided.values())
+    held = False if False in values else None if None in values else True
+    return _verdict("5.2", grid, held, stat, th, len(details), _distinct(used), "; ".join(words), details)
+
+
+def _grid_accuracy_mde(rows: Sequence[dict[str, Any]], t: Mapping[str, Any]) -> float | None:
+    """Median over conditions and their solution pairs of the paired accuracy MDE, in points."""
+    mdes = []
+    for _, by_search in _conditions(rows).items():
+        sols = list({frozenset(r["removed"]): r for r in by_search.values()}.values())
+        if len(sols) < 2:
+            continue
+        blocks = _blocks(sols, "avg_acc")
+        if blocks is None:
+            continue
+        mdes += [100 * N.paired_mde(blocks, a, b, t["confidence"], t["power"])
+                 for a in range(len(sols)) for b in range(a + 1, len(sols))]
+    return float(np.median(mdes)) if mdes else None
 
 
 # -- 5.3: alignment of calibration perplexity with accuracy --------------------------------------
 
 def verdict_5_3(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
     """Under ppl the better-perplexity solution is not the more accurate one; under margin it is.
+
     The verdict's x-axis is ``x_axis`` (default C4 perplexity: the paper says "calibration
     perplexity" under both objectives, and margin's own loss is no perplexity); ρ with the
-    objective's own calibration loss is reported beside it. Few distinct sets make ρ meaningless,
-    so a condition counts only with ≥ ``min_distinct`` of them."""
+    objective's own calibration loss is reported beside it. A condition's ρ is over its
+    *distinct* solutions (seven searchers agreeing on a set are one point), and counts only with
+    ≥ ``min_distinct`` of them.
+
+    Noise cannot tilt it. Evaluation noise pulls a correlation toward 0, which would favour
+    "weak" under ppl and disfavour "positive" under margin. So each condition's ρ is corrected
+    for attenuation, ρ / √(R_x R_y), with each axis's reliability R = 1 − (noise variance across
+    the solutions, from their per-item / per-window outcomes) ÷ (observed variance); a condition
+    whose solutions the evaluation cannot separate (R < ``min_reliability`` on an axis) does not
+    count. The conditions of an objective are pooled in Fisher's z (weights n − 3), and the
+    interval holds both the solutions' own sampling (Spearman's SE 1.06/√(n − 3): at 7 points the
+    critical ``|ρ|`` is ≈ 0.79) and the evaluation's (a bootstrap of its clusters, the same for every
+    solution). Each half is decided only when its interval clears its threshold."""
     return _per_grid("5.3", _judge_5_3, results, thresholds)
 
 
 _AXES = ("c4_ppl", "calibration_loss")
 
 
+def _reliability(values: np.ndarray, cov: np.ndarray | None) -> np.ndarray:
+    """[...]: 1 − noise variance ÷ observed variance of ``values`` [..., n] across its n solutions
+    (cov [..., n, n]; None: no noise, reliability 1)."""
+    if cov is None:
+        return np.ones(values.shape[:-1])
+    n = values.shape[-1]
+    centred = values - values.mean(-1, keepdims=True)
+    observed = (centred ** 2).sum(-1) / (n - 1)
+    noise = (np.trace(cov, axis1=-2, axis2=-1) - cov.sum((-2, -1)) / n) / (n - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(observed > 0, 1 - noise / observed, -np.inf)
+
+
+def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman ρ of each row pair of x, y [..., n] (nan where a row is constant)."""
+    rx, ry = stats.rankdata(x, axis=-1), stats.rankdata(y, axis=-1)
+    rx, ry = rx - rx.mean(-1, keepdims=True), ry - ry.mean(-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (rx * ry).sum(-1) / np.sqrt((rx ** 2).sum(-1) * (ry ** 2).sum(-1))
+
+
+def _corrected_z(x, cx, y, cy, min_reliability: float) -> np.ndarray:
+    """Fisher z of the attenuation-corrected Spearman ρ (nan where an axis's reliability is too low)."""
+    rx, ry = _reliability(x, cx), _reliability(y, cy)
+    rho = _spearman_rows(x, y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corrected = np.clip(rho / np.sqrt(np.maximum(rx * ry, 1e-12)), -0.99, 0.99)  # Fisher z is unbounded at ±1
+    return np.where((rx >= min_reliability) & (ry >= min_reliability), np.arctanh(corrected), np.nan)
+
+
+def _distinct_solutions(by_search: Mapping[str, dict[str, Any]], axis: str) -> list[dict[str, Any]]:
+    """One result per distinct removed set that has ``axis`` and avg_acc (searcher order decides which)."""
+    out: dict[frozenset[int], dict[str, Any]] = {}
+    for s in sorted(by_search, key=A.searcher_rank):
+        r = by_search[s]
+        if _metric(r, axis) is not None and _metric(r, "avg_acc") is not None:
+            out.setdefault(frozenset(r["removed"]), r)
+    return list(out.values())
+
+
+def _separable(solutions: Sequence[dict[str, Any]], axis: str, min_reliability: float) -> bool:
+    """Does the evaluation separate these solutions on both axes (point reliability ≥ ``min_reliability``)?
+    True where outcomes are missing: the verdict then says that the noise is unknown."""
+    acc = _blocks(solutions, "avg_acc")
+    if acc is None:
+        return True
+    y, cy = N.measure(acc)
+    if axis == "c4_ppl":
+        windows = _blocks(solutions, "c4_ppl")
+        if windows is None:
+            return True
+        x, cx = N.measure(windows)
+    else:
+        x, cx = np.array([r["calibration_loss"] for r in solutions]), None
+    return bool(_reliability(x, cx) >= min_reliability and _reliability(y, cy) >= min_reliability)
+
+
 def _judge_5_3(grid, rows, t, g) -> Verdict:
     if t["x_axis"] not in _AXES:
         raise ValueError(f"[5.3] x_axis {t['x_axis']!r}: allowed {', '.join(_AXES)}")
     objectives = (g["ppl_objective"], g["margin_objective"])
-    rhos = {(axis, o): [] for axis in _AXES for o in objectives}  # counted conditions' ρ per axis
-    details, used, most = [], [], 0
-    for (model, objective, budget), by_search in _conditions(rows).items():
-        row = {"model": model, "objective": objective, "budget": budget}
-        for axis in _AXES:
-            pts = [r for r in by_search.values()
-                   if _metric(r, axis) is not None and _metric(r, "avg_acc") is not None]
-            rho = _spearman([-_metric(r, axis) for r in pts], [_metric(r, "avg_acc") for r in pts])
-            counted = _distinct(pts) >= t["min_distinct"] and math.isfinite(rho)
-            row[f"rho_{axis}"], row[f"distinct_{axis}"], row[f"counted_{axis}"] = rho, _distinct(pts), counted
-            if counted:
-                rhos[(axis, objective)].append(rho)
-            if axis == t["x_axis"]:
-                most = max(most, _distinct(pts))
-                used += pts if counted else []
-        details.append(row)
-    th = {k: t[k] for k in ("x_axis", "min_distinct", "ppl_max_rho", "margin_min_rho")}
-    other = next(a for a in _AXES if a != t["x_axis"])
-    stat = {"rho_ppl": None, "rho_margin": None}
-    stat.update({f"{name} [{other}]": _median(rhos[(other, o)]) if rhos[(other, o)] else None
-                 for name, o in zip(("rho_ppl", "rho_margin"), objectives)})
-    missing = [o for o in objectives if not rhos[(t["x_axis"], o)]]
-    if missing:
-        return _verdict("5.3", grid, None, stat, th, 0, 0,
-                        f"{' and '.join(missing)}: no condition with ≥ {t['min_distinct']} distinct solutions "
-                        f"having {t['x_axis']} and avg_acc and a defined ρ (most distinct: {most})", details)
-    rho_ppl, rho_margin = (_median(rhos[(t["x_axis"], o)]) for o in objectives)
-    stat.update(rho_ppl=rho_ppl, rho_margin=rho_margin)
-    ppl_ok, margin_ok = rho_ppl <= t["ppl_max_rho"], rho_margin >= t["margin_min_rho"]
-    reason = (f"x = {t['x_axis']}: median ρ under ppl {rho_ppl:+.2f} {'≤' if ppl_ok else '>'} {t['ppl_max_rho']}, "
-              f"under margin {rho_margin:+.2f} {'≥' if margin_ok else '<'} {t['margin_min_rho']}")
-    return _verdict("5.3", grid, ppl_ok and margin_ok, stat, th, sum(len(rhos[(t["x_axis"], o)]) for o in objectives),
-                    _distinct(used), reason, details)
+    names = dict(zip(objectives, ("rho_ppl", "rho_margin")))
+    th = {k: t[k] for k in ("x_axis", "min_distinct", "min_reliability", "ppl_max_rho", "margin_min_rho",
+                            "confidence", "power")}
+    conds = {k: v for k, v in _conditions(rows).items() if k[1] in objectives}
+    details = [{"model": m, "objective": o, "budget": b} for (m, o, b) in conds]
+    stat: dict[str, float | None] = {"rho_ppl": None, "rho_margin": None}
+    outcome: dict[str, bool | None] = {}
+    words, used, counted_total, most = [], [], 0, 0
+    for axis in (t["x_axis"], *(a for a in _AXES if a != t["x_axis"])):
+        main = axis == t["x_axis"]
+        groups = {key: _distinct_solutions(by_search, axis) for key, by_search in conds.items()}
+        for row, key in zip(details, conds):
+            row[f"distinct_{axis}"] = len(groups[key])
+        if main:
+            most = max((len(v) for v in groups.values()), default=0)
+        enough = [k for k, sols in groups.items() if len(sols) >= t["min_distinct"]]
+        keys = [k for k in enough if _separable(groups[k], axis, t["min_reliability"])]  # bootstrap only these
+        for row, key in zip(details, conds):
+            if key in enough and key not in keys:
+                row[f"counted_{axis}"] = False
+        sols = [groups[k] for k in keys]
+        acc = _measured_groups(sols, "avg_acc", t["n_resamples"], t["seed"]) if sols and all(
+            _blocks(s, "avg_acc") is not None for s in sols) else None
+        if axis == "c4_ppl":
+            xs = _measured_groups(sols, "c4_ppl", t["n_resamples"], t["seed"] + 1) if sols and all(
+                _blocks(s, "c4_ppl") is not None for s in sols) else None
+        else:  # the objective's own calibration loss: exact for its calibration set, no evaluation noise
+            xs = ([(np.array([r["calibration_loss"] for r in s]), None) for s in sols],
+                  [(np.array([r["calibration_loss"] for r in s])[None, :], None) for s in sols])
+        for o in objectives:
+            idx = [i for i, k in enumerate(keys) if k[1] == o]
+            label = names[o] if main else f"{names[o]} [{axis}]"
+            if not idx or acc is None or xs is None:
+                if main:
+                    outcome[o] = None
+                    why = (f"no condition with ≥ {t['min_distinct']} distinct solutions having {axis} and avg_acc "
+                           f"(most distinct: {most})" if not any(k[1] == o for k in enough) else
+                           f"no condition whose solutions the evaluation separates (reliability ≥ "
+                           f"{t['min_reliability']} on both axes)" if not idx else
+                           "no per-item (or per-window) outcomes, so the evaluation's noise is unknown")
+                    words.append(f"{o}: {why}: not measured")
+                continue
+            z_point, z_boot, weights = [], [], []
+            for i in idx:
+                (x, cx), (y, cy) = xs[0][i], acc[0][i]
+                (bx, bcx), (by, bcy) = xs[1][i], acc[1][i]
+                z = float(_corrected_z(-x, cx, y, cy, t["min_reliability"]))
+                zb = _corrected_z(-bx, bcx, by, bcy, t["min_reliability"]) * np.ones(len(by))
+                row = details[list(conds).index(keys[i])]
+                row[f"rho_{axis}"] = float(_spearman_rows(-x, y))
+                row[f"rho_{axis}_corrected"] = math.tanh(z) if math.isfinite(z) else None
+                row[f"counted_{axis}"] = math.isfinite(z)
+                if math.isfinite(z):
+                    z_point.append(z)
+                    z_boot.append(zb)
+                    weights.append(len(x) - 3)
+                    if main:
+                        used += groups[keys[i]]
+            if not z_point:
+                if main:
+                    outcome[o] = None
+                    words.append(f"{o}: no condition whose solutions the evaluation separates (reliability ≥ "
+                                 f"{t['min_reliability']} on both axes): not measured")
+                continue
+            w = np.array(weights, dtype=float)
+            zbar = float(np.dot(w, z_point) / w.sum())
+            boots = np.array(z_boot)  # [conditions, draws]; a draw whose condition lost its reliability: nan
+            with np.errstate(invalid="ignore"):
+                zbar_boot = np.nansum(boots * w[:, None], 0) / np.sum(np.where(np.isnan(boots), 0, w[:, None]), 0)
+            se = math.sqrt(1.06 ** 2 / w.sum() + float(np.nanvar(zbar_boot, ddof=1)))
+            zc = float(stats.norm.ppf(0.5 + t["confidence"] / 2))
+            rho, low, high = math.tanh(zbar), math.tanh(zbar - zc * se), math.tanh(zbar + zc * se)
+            mde = math.tanh(N.z_sum(t["confidence"], t["power"]) * se)
+            if not main:
+                stat[label] = rho
+                continue
+            counted_total += len(z_point)
+            stat.update({label: rho, f"{label}_low": low, f"{label}_high": high, f"{label}_mde": mde})
+            threshold, side = (t["ppl_max_rho"], "<=") if o == g["ppl_objective"] else (t["margin_min_rho"], ">=")
+            outcome[o] = _decide(low, high, threshold, side)
+            verdict_word = {None: "not measured", True: "weak or negative" if side == "<=" else "positive",
+                            False: "not weak" if side == "<=" else "not positive"}[outcome[o]]
+            words.append(f"{o}: ρ {rho:+.2f} [{low:+.2f}, {high:+.2f}] vs {'≤' if side == '<=' else '≥'} {threshold} "
+                         f"({len(z_point)} cond., MDE {mde:.2f}): {verdict_word}")
+    values = list(outcome.values())
+    held = False if False in values else None if None in values or not values else True
+    return _verdict("5.3", grid, held, stat, th, counted_total, _distinct(used),
+                    f"x = {t['x_axis']}: " + "; ".join(words), details)
 
 
 # -- the second contribution: search gains and search cost ---------------------------------------
@@ -480,33 +729,52 @@ def verdict_search_gain(results: Iterable[dict[str, Any]],
 
 
 def _judge_search_gain(grid, rows, t, g) -> Verdict:
-    details, used = [], []
+    """The gain is in the calibration loss (exact for its calibration set); the objective gap is in
+    evaluated log C4 perplexity, whose window noise is resampled: the median ratio's interval decides."""
+    details, used, groups = [], [], []
     for (model, budget), (ppl, margin) in _pairs(rows, g).items():
         if g["oneshot"] not in ppl or len(ppl) < 2:
             continue
         gains = {s: ppl[g["oneshot"]]["calibration_loss"] - r["calibration_loss"]
                  for s, r in ppl.items() if s != g["oneshot"]}
-        gaps = [math.log(_metric(margin[s], "c4_ppl")) - math.log(_metric(ppl[s], "c4_ppl"))
-                for s in set(ppl) & set(margin)
-                if _metric(ppl[s], "c4_ppl") is not None and _metric(margin[s], "c4_ppl") is not None]
-        if not gaps:
+        both = sorted(s for s in set(ppl) & set(margin)
+                      if _metric(ppl[s], "c4_ppl") is not None and _metric(margin[s], "c4_ppl") is not None)
+        if not both:
             continue
+        gaps = [math.log(_metric(margin[s], "c4_ppl")) - math.log(_metric(ppl[s], "c4_ppl")) for s in both]
         gain, gap = max(gains.values()), float(np.mean(gaps))
         ratio = gain / gap if gap > 0 else math.inf  # no objective gap: search gains cannot be small next to it
         details.append({"model": model, "budget": budget, "largest_gain": gain,
                         "best_searcher": max(gains, key=gains.get), "objective_gap": gap, "ratio": ratio,
                         "gains": gains})
-        used += [*ppl.values(), *(margin[s] for s in set(ppl) & set(margin))]
-    th = {"max_ratio": t["max_ratio"]}
+        groups.append((gain, [margin[s] for s in both] + [ppl[s] for s in both]))
+        used += [*ppl.values(), *(margin[s] for s in both)]
+    th = {"max_ratio": t["max_ratio"], "confidence": t["confidence"], "power": t["power"]}
     if not details:
         return _verdict("search-gain", grid, None, {"ratio": None}, th, 0, 0,
                         f"no (model, budget) with {g['oneshot']} and another searcher under ppl and c4_ppl "
                         "evaluated under both objectives")
     ratio = _median(d["ratio"] for d in details)
-    held = ratio <= t["max_ratio"]
-    return _verdict("search-gain", grid, held, {"ratio": ratio}, th, len(details), _distinct(used),
-                    f"median (largest search gain ÷ objective gap) {ratio:.2f} {'≤' if held else '>'} "
-                    f"{t['max_ratio']}", details)
+    if any(_blocks(sols, "c4_ppl") is None for _, sols in groups):
+        return _verdict("search-gain", grid, None, {"ratio": ratio}, th, len(details), _distinct(used),
+                        f"median ratio {ratio:.2f}, but no per-window outcomes, so the objective gap's noise is "
+                        "unknown: not measured", details)
+    _, boot = _measured_groups([sols for _, sols in groups], "c4_ppl", t["n_resamples"], t["seed"])
+    ratios = []
+    for (gain, sols), (means, _) in zip(groups, boot):
+        half = len(sols) // 2  # margin-chosen first, then ppl-chosen, searcher by searcher
+        gap_b = (means[:, :half] - means[:, half:]).mean(1)  # mean window NLL = log perplexity
+        with np.errstate(divide="ignore"):
+            ratios.append(np.where(gap_b > 0, gain / gap_b, np.inf))
+    draws = np.median(np.array(ratios), axis=0)
+    low, high = _interval(draws, t["confidence"])
+    mde = _mde(draws, t)
+    held = _decide(low, high, t["max_ratio"], "<=")
+    word = {True: "marginal", False: "not marginal", None: "not measured"}[held]
+    return _verdict("search-gain", grid, held, {"ratio": ratio, "ratio_low": low, "ratio_high": high,
+                                                 "ratio_mde": mde}, th, len(details), _distinct(used),
+                    f"median (largest search gain ÷ objective gap) {ratio:.2f} [{low:.2f}, {high:.2f}] vs ≤ "
+                    f"{t['max_ratio']} (MDE {mde:.2f}): {word}", details)
 
 
 def _cost(r: dict[str, Any], measure: str) -> float:
@@ -522,7 +790,7 @@ def verdict_search_cost(results: Iterable[dict[str, Any]],
     as if each searcher ran alone, prior included for every searcher that uses it (one-shot does),
     so the ratio compares like with like. ``measure``: layer_forwards (default, machine-independent),
     layer_passes (+ backwards, for gradient searchers) or seconds. The v1 summary's "minutes …
-    hours" is v1 summary (000_…), not in the paper's text, and is not judged."""
+    hours" is v1 summary (``000_…``), not in the paper's text, and is not judged."""
     return _per_grid("search-cost", _judge_search_cost, results, thresholds)
 
 
@@ -588,7 +856,7 @@ def _judge_search_convergence(grid, rows, t, g) -> Verdict:
 def verdict_3_3(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
     """Removing several layers is not the sum of removing each: the additive prediction from the
     single-removal prior misses the true loss of the sets the searchers evaluated. The error is
-    relative to the mean |change from dense| (a margin loss may fall when layers go, so the
+    relative to the mean ``|change from dense|`` (a margin loss may fall when layers go, so the
     signed increase can be near zero). The Spearman of prediction and truth says whether the
     additive model still ranks sets well (which is all one-shot needs)."""
     return _per_grid("3.3", _judge_3_3, results, thresholds)
