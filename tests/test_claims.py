@@ -481,3 +481,18 @@ def test_rendered_rows_keep_their_columns():
     row = next(line for line in lines if line.startswith("| 5.2 "))
     assert "abs" not in row
     assert len(re.findall(r"(?<!\\)\|", row)) == len(re.findall(r"\|", header))
+
+
+def test_5_3_counts_the_alignment_panel_as_more_points_of_its_condition():
+    """Three searchers give too few distinct sets; the rank panel's variants are more points of the same condition."""
+    rows = []
+    for objective, sign in (("ppl", -1), ("margin", +1)):
+        for r in conditions(objective, sign, distinct=7, searchers=SEVEN):
+            if r["search"] in SEVEN[3:]:
+                r["search"] = r["identity"]["search"] = "rank"
+                r["variant"] = r["identity"]["variant"] = f"q{r['removed'][0]}"
+            rows.append(r)
+    v = one(C.verdict_5_3(rows, T))
+    assert v.outcome == C.HELD, v.reason
+    w = one(C.verdict_5_3(rows, C.with_threshold(T, "5.3", "panel", [])))
+    assert w.outcome == C.NOT_MEASURED and "most distinct: 3" in w.reason

@@ -490,3 +490,19 @@ def test_uniform_prior_neither_asks_for_nor_uses_the_single_removal_losses(name:
     assert shared.info["used_given_prior"] and [s for s, _ in shared.trace] != [s for s, _ in r.trace]
     with pytest.raises(ValueError, match="prior"):
         get_searcher(name, prior="peaked")
+
+
+def test_rank_on_a_sample_returns_the_quantile_of_one_seeded_sample() -> None:
+    """At 30 blocks the M-sets cannot be enumerated: rank's panel ranks one seeded random sample."""
+    from depthprune.search.rank import sample_sets
+
+    f = Quadratic(12, seed=5)
+    sample = sample_sets(range(12), 4, 60, seed=7)
+    assert len(set(sample)) == 60 and all(len(s) == 4 for s in sample)
+    order = sorted(sample, key=lambda s: (rank_key(f(s)), sorted(s)))
+    for q in (0.0, 0.5, 1.0):
+        r = get_searcher("rank", q=q, sample=60, sample_seed=7).search(n_layers=12, budget=4, score=f, seed=q * 10)
+        assert frozenset(r.removed) == order[round(q * 59)]  # the search seed does not move the sample
+        assert r.evaluations == 60  # the sample only: rank needs no single-removal prior
+    assert get_searcher("rank", sample=60).expected_evaluations(12, 4, 0) == 60
+    assert len(sample_sets(range(6), 3, 60, seed=0)) == 20  # fewer M-sets than asked: all of them

@@ -133,8 +133,9 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           "default; the objective's own loss also reported), corrected for the evaluation noise's attenuation, "
           "pooled over an objective's conditions in Fisher's z, with an interval for solution sampling and "
           "evaluation noise: ppl's interval ≤ ppl_max_rho and margin's ≥ margin_min_rho; a condition counts "
-          "with ≥ min_distinct distinct solutions and reliability ≥ min_reliability",
-          "ppl_max_rho", ("x_axis", "min_distinct", "min_reliability", "ppl_max_rho", "margin_min_rho",
+          "with ≥ min_distinct distinct solutions (the searchers' and an alignment panel's) and reliability ≥ "
+          "min_reliability",
+          "ppl_max_rho", ("x_axis", "min_distinct", "min_reliability", "ppl_max_rho", "margin_min_rho", "panel",
                           "n_resamples", "seed", "confidence", "power")),
     Claim("search-gain", "Contributions", "Introduction, second contribution", _CONTRIBUTION_2,
           "per ppl condition: the largest calibration-loss gain of a searcher over one-shot (nats = log "
@@ -560,7 +561,17 @@ def verdict_5_3(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any]
     interval holds both the solutions' own sampling (Spearman's SE 1.06/√(n − 3): at 7 points the
     critical ``|ρ|`` is ≈ 0.79) and the evaluation's (a bootstrap of its clusters, the same for every
     solution). Each half is decided only when its interval clears its threshold."""
-    return _per_grid("5.3", _judge_5_3, results, thresholds)
+    t = thresholds if thresholds is not None else load_thresholds()
+    g = t["general"]
+    out = []
+    for grid, rows in by_grid(results).items():
+        chosen = _select(rows, g)
+        seeds = {(r["calibration_seed"], r["search_seed"]) for r in chosen}
+        panel = [r for r in rows if r["search"] in t["5.3"]["panel"] and r not in chosen
+                 and r["objective"] in (g["ppl_objective"], g["margin_objective"])
+                 and (r["calibration_seed"], r["search_seed"]) in seeds]
+        out.append(_judge_5_3(grid, chosen + panel, t["5.3"], g))
+    return out
 
 
 _AXES = ("c4_ppl", "calibration_loss")
@@ -596,11 +607,10 @@ def _corrected_z(x, cx, y, cy, min_reliability: float) -> np.ndarray:
     return np.where((rx >= min_reliability) & (ry >= min_reliability), np.arctanh(corrected), np.nan)
 
 
-def _distinct_solutions(by_search: Mapping[str, dict[str, Any]], axis: str) -> list[dict[str, Any]]:
+def _distinct_solutions(solutions: Sequence[dict[str, Any]], axis: str) -> list[dict[str, Any]]:
     """One result per distinct removed set that has ``axis`` and avg_acc (searcher order decides which)."""
     out: dict[frozenset[int], dict[str, Any]] = {}
-    for s in sorted(by_search, key=A.searcher_rank):
-        r = by_search[s]
+    for r in sorted(solutions, key=lambda r: (A.searcher_rank(r["search"]), r.get("variant", ""))):
         if _metric(r, axis) is not None and _metric(r, "avg_acc") is not None:
             out.setdefault(frozenset(r["removed"]), r)
     return list(out.values())
@@ -629,15 +639,19 @@ def _judge_5_3(grid, rows, t, g) -> Verdict:
     objectives = (g["ppl_objective"], g["margin_objective"])
     names = dict(zip(objectives, ("rho_ppl", "rho_margin")))
     th = {k: t[k] for k in ("x_axis", "min_distinct", "min_reliability", "ppl_max_rho", "margin_min_rho",
-                            "confidence", "power")}
-    conds = {k: v for k, v in _conditions(rows).items() if k[1] in objectives}
+                            "panel", "confidence", "power")}
+    conds: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)  # the searchers' and the panel's
+    for r in rows:
+        if r["objective"] in objectives:
+            conds[(r["model"], r["objective"], r["budget"])].append(r)
+    conds = dict(sorted(conds.items()))
     details = [{"model": m, "objective": o, "budget": b} for (m, o, b) in conds]
     stat: dict[str, float | None] = {"rho_ppl": None, "rho_margin": None}
     outcome: dict[str, bool | None] = {}
     words, used, counted_total, most = [], [], 0, 0
     for axis in (t["x_axis"], *(a for a in _AXES if a != t["x_axis"])):
         main = axis == t["x_axis"]
-        groups = {key: _distinct_solutions(by_search, axis) for key, by_search in conds.items()}
+        groups = {key: _distinct_solutions(sols, axis) for key, sols in conds.items()}
         for row, key in zip(details, conds):
             row[f"distinct_{axis}"] = len(groups[key])
         if main:
