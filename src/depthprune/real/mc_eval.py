@@ -1,0 +1,99 @@
+"""The dense accuracy of a real model on the WordNet multiple-choice tasks, with 95% intervals.
+
+    python -m depthprune.real.mc_eval --model smollm2-135m [--dtype bfloat16] [--out FILE]
+
+Each task's full test split through the suite's own evaluation (``Session.evaluate``: lm-eval on
+the in-memory model, the shared-prefix adapter, no perplexity, no LAMBADA), one task at a
+time so each gets its own wall time (``seconds_per_1k_items``). Per metric (acc, acc_norm):
+the accuracy, a 95% percentile-bootstrap interval resampling the items' clusters
+(:func:`depthprune.real.baselines.clustered_interval`) and a Wilson interval, against chance
+1/4; the headline metric is the one fixed with the construction (:mod:`depthprune.real.mc_tasks`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from depthprune.real import baselines as bl
+from depthprune.real import mc_tasks
+
+HEADLINE = {task: "acc" for task in mc_tasks.TASKS}
+
+
+def profile(tasks: tuple[str, ...] = mc_tasks.TASKS):
+    """The real profile with the WordNet tasks as its zero-shot tasks (headline: acc)."""
+    from depthprune.profiles import REAL
+
+    return dataclasses.replace(REAL, tasks=tasks, headline={t: HEADLINE[t] for t in tasks})
+
+
+def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def measure(model: str, dtype: str = "auto", tasks: tuple[str, ...] = mc_tasks.TASKS, batch_size: int = 8,
+            threads: int | None = None) -> dict[str, Any]:
+    import torch
+
+    from depthprune.recipe import Session
+
+    if threads:
+        torch.set_num_threads(threads)
+    prof = profile(tasks)
+    session = Session.open(model, prof, device="cpu", dtype=dtype)
+    out: dict[str, Any] = {"model": model, "weights": session.weights, "dtype": session.dtype,
+                           "torch_threads": torch.get_num_threads(), "adapter": "shared-prefix",
+                           "batch_size": batch_size, "tasks": {}}
+    for task in tasks:
+        test = bl.read_items(mc_tasks.OUT / "data" / task / "test.jsonl")
+        clusters = [item["cluster"] for item in test]
+        cfg = prof.eval_config(tasks=(task,), lambada=False, perplexity=(), limit=None, batch_size=batch_size)
+        start = time.perf_counter()
+        result = session.evaluate((), cfg)
+        seconds = time.perf_counter() - start
+        row: dict[str, Any] = {"n": len(test), "chance": 1 / mc_tasks.K, "headline": HEADLINE[task],
+                               "seconds": round(seconds, 1),
+                               "seconds_per_1k_items": round(1000 * seconds / len(test), 1)}
+        for metric in ("acc", "acc_norm"):
+            outcomes = [int(c) for c in result.items[task][metric]]
+            assert len(outcomes) == len(test)
+            lo, hi = bl.clustered_interval(outcomes, clusters, seed=0)
+            wlo, whi = wilson(sum(outcomes), len(outcomes))
+            row[metric] = {"acc": round(sum(outcomes) / len(outcomes), 4), "cluster_bootstrap_95": [round(lo, 4),
+                           round(hi, 4)], "wilson_95": [round(wlo, 4), round(whi, 4)]}
+        out["tasks"][f"real_{task}"] = row
+        print(json.dumps({task: row}), file=sys.stderr)
+    session.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m depthprune.real.mc_eval", description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="smollm2-135m")
+    p.add_argument("--dtype", default="auto")
+    p.add_argument("--tasks", default=",".join(mc_tasks.TASKS))
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--out", type=Path, default=None, help="write the measurement as JSON")
+    args = p.parse_args(argv)
+    res = measure(args.model, args.dtype, tuple(t for t in args.tasks.split(",") if t), args.batch_size, args.threads)
+    text = json.dumps(res, indent=1) + "\n"
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
