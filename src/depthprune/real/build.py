@@ -2,7 +2,7 @@
 
     python -m depthprune.real.build data     # text splits  -> assets/real/data/{calibration,validation,test}.jsonl
     python -m depthprune.real.build tasks    # lm-eval tasks + Commonsense-format records, from the frozen splits
-    python -m depthprune.real.build check    # measure the smollm2-135m card (depthprune.real.check)
+    python -m depthprune.real.build check    # measure the smollm2-135m card (depthprune.real.check: --model for another)
 
 Source. Every CPython ships its reference documentation's topic texts as
 ``pydoc_data.topics.topics`` (the text ``help("assert")`` prints): 79 documents, ~65k words
