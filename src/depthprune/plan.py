@@ -113,6 +113,9 @@ SHAPES: dict[str, ModelShape] = {
         ModelShape("qwen3-8b", 36, 4096, 12288, 32, 8, 128, 151936, False, "Qwen/Qwen3-8B config.json"),
         ModelShape("smollm2-135m", 30, 576, 1536, 9, 3, 64, 49152, True,
                    "HuggingFaceTB/SmolLM2-135M-Instruct config.json"),
+        # attention FLOPs counted as full attention (15 of its 18 blocks attend within 512 tokens)
+        ModelShape("gemma3-270m", 18, 640, 2048, 4, 1, 256, 262144, True,
+                   "the config transformers reads from gemma-3-270m-q4_k_m.gguf (google/gemma-3-270m)"),
     )
 }
 
