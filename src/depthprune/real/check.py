@@ -134,7 +134,10 @@ def measure_sweep(session, objectives: tuple[str, ...] = SWEEP_OBJECTIVES) -> di
     for objective in objectives:
         calib = session.calibrate(objective)
         out[objective] = {
-            "objective": calib.objective.params(), "dense_loss": _round(calib.dense_loss, 5),
+            "objective": calib.objective.params(),
+            # the data file itself: a profile may re-point a dataset name (commonsense170k) to other data
+            "source": _portable(calib.objective.protocol().get("source", {})),
+            "dense_loss": _round(calib.dense_loss, 5),
             "delta": [_round(p - calib.dense_loss, 5) for p in calib.prior],
             "dense_seconds": round(calib.dense_seconds, 1), "prior_seconds": round(calib.prior_seconds, 1),
             "prior_evaluations": len(calib.prior), "layer_forwards": calib.scorer.stats.layer_forwards,
@@ -205,7 +208,9 @@ def render(measured: dict[str, Any], model_id: str = MODEL_ID) -> str:
             r = sw[o]
             dense = (f"ppl {math.exp(r['dense_loss']):.2f}" if o == "ppl"
                      else f"mean margin {-r['dense_loss']:.4f}" if o == "margin" else "")
-            lines.append(f"* {o}: {_sizes(r)}, seed {r['objective']['seed']}; dense loss {r['dense_loss']}"
+            files = (r.get("source") or {}).get("data_files") or {}
+            data = f" (`{next(iter(files.values()))}`)" if files else ""
+            lines.append(f"* {o}: {_sizes(r)}{data}, seed {r['objective']['seed']}; dense loss {r['dense_loss']}"
                          f"{f' ({dense})' if dense else ''}; dense pass {r['dense_seconds']} s + {n} removals "
                          f"{r['prior_seconds']} s; {r['layer_forwards']} layer-forwards "
                          f"(naive {r['naive_layer_forwards']})")
