@@ -18,7 +18,8 @@ the run's dtype (``auto``: bf16 on an AMX CPU):
 * exactly one BOS: at the start of every calibration and evaluation window (Gemma scores a window
   without it ~1.5 nats worse), of every margin row, and of every lm-eval request.
 
-Time: ~1 s without the weights; with them ~60 s on two busy cores, ~30 s of it the load.
+Time: ~1 s without the weights; with them 39 s at one torch thread with tox's GLIBC_TUNABLES (27 s of it
+the load, 8 s the float32 HFLM comparison; peak RSS 4.6 GB), 67 s on a machine at load average 5.
 """
 
 from __future__ import annotations
