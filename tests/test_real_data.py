@@ -122,11 +122,15 @@ def test_real_profile():
     assert real.source("c4_train").data_files["train"].endswith("calibration.jsonl")
     assert real.source("c4_validation").data_files["validation"].endswith("validation.jsonl")
     assert real.source("wikitext2").data_files["test"].endswith("test.jsonl")
+    assert real.source("commonsense170k").data_files["train"].endswith("mc_train.json")  # the WordNet tasks' train
+    assert real.source("nextsent170k").data_files["train"].endswith("commonsense/train.json")
     cfg = real.eval_config()
-    assert cfg.tasks == ("nextsent",)
+    assert cfg.tasks == ("hypernym", "definition", "cloze")  # real_nextsent only where a grid names it
+    assert real.eval_config(tasks=("nextsent",)).tasks == ("nextsent",)
     assert real.lm_eval_task("nextsent") == "real_nextsent" and real.lm_eval_task("lambada") == "real_lambada"
-    assert real.headline_metric("nextsent") == "acc_norm"
-    with pytest.raises(ValueError, match="allowed: nextsent"):
+    assert real.lm_eval_task("cloze") == "real_cloze"
+    assert real.headline_metric("nextsent") == "acc_norm" and real.headline_metric("hypernym") == "acc"
+    with pytest.raises(ValueError, match="allowed: hypernym, definition, cloze, nextsent"):
         real.eval_config(tasks=("hellaswag",))
     # the paper's and the tiny profile's settings are unchanged
     paper, tiny = get_profile("paper"), get_profile("tiny")
@@ -164,10 +168,12 @@ def test_smollm2_case_file():
     assert len(grid.cells()) == 28 and grid.budgets == (7, 9)
     assert grid.ci_cells == ("smollm2-135m-ppl-oneshot-M7", "smollm2-135m-margin-oneshot-M7")
     real = get_profile("real")
-    for objective in ("ppl", "margin"):
-        assert (make_objective(objective, real, **grid.objective_params[objective]).params()
-                == make_objective(objective, real).params())
-    assert grid.eval_config(real) == real.eval_config()
+    assert (make_objective("ppl", real, **grid.objective_params["ppl"]).params()
+            == make_objective("ppl", real).params())
+    # the small grid keeps its next-sentence task and margin data (the profile's defaults are now WordNet's)
+    assert (make_objective("margin", real, **grid.objective_params["margin"]).params()
+            == make_objective("margin", real, dataset="nextsent170k").params())
+    assert grid.eval_config(real) == real.eval_config(tasks=("nextsent",))
     assert grid.objective_params["margin"]["answer"] == "cloze"
 
 

@@ -47,7 +47,8 @@ class Profile:
     batch_size: int = 8  # sequences per calibration micro-batch
     task_prefix: str = ""  # lm-eval task name = prefix + the paper's task name
     task_dir: Path | None = None  # local lm-eval tasks (include_path); None = lm-eval's own tasks
-    tasks: tuple[str, ...] = ZERO_SHOT_TASKS  # the zero-shot tasks evaluated (and allowed)
+    tasks: tuple[str, ...] = ZERO_SHOT_TASKS  # the zero-shot tasks allowed (evaluated unless default_tasks)
+    default_tasks: tuple[str, ...] | None = None  # the tasks evaluated when a grid names none (None: tasks)
     headline: Mapping[str, str] = field(default_factory=lambda: dict(HEADLINE_METRIC))  # task -> metric; else acc
 
     def source(self, dataset: str) -> TextSource:
@@ -69,9 +70,10 @@ class Profile:
     def eval_config(self, **overrides: Any) -> EvalConfig:
         """The evaluation settings of this profile, with ``overrides`` (None values ignored).
 
-        ``tasks`` defaults to the profile's own and must be a subset of them.
+        ``tasks`` defaults to the profile's ``default_tasks`` (else its ``tasks``) and must be a
+        subset of its ``tasks``.
         """
-        values: dict[str, Any] = {"tasks": self.tasks, **self.evaluation,
+        values: dict[str, Any] = {"tasks": self.default_tasks or self.tasks, **self.evaluation,
                                   **{k: v for k, v in overrides.items() if v is not None}}
         unknown = sorted(set(values["tasks"]) - set(self.tasks))
         if unknown:
@@ -168,24 +170,31 @@ REAL_EVALUATION: dict[str, Any] = {"perplexity": ("c4",), "seq_len": 256, "c4_wi
                                    "batch_size": 8}
 REAL = Profile(
     name="real",
-    description=("ours: a real pretrained model on CPU (smollm2-135m); Python's documentation (pydoc_data.topics, "
-                 "frozen, split by document) as text, local lm-eval tasks real_nextsent and real_lambada"),
+    description=("ours: real pretrained models on CPU (smollm2-135m, gemma3-270m); Python's documentation "
+                 "(pydoc_data.topics, frozen, split by document) as text; local lm-eval tasks from WordNet 3.0 "
+                 "(real_hypernym, real_definition, real_cloze; the older real_nextsent and real_lambada kept for "
+                 "the small smollm2 grid)"),
     sources={
         "c4_train": _local(_REAL_DATA / "calibration.jsonl"),
         "c4_validation": _local(_REAL_DATA / "validation.jsonl", "validation"),
         "wikitext2": _local(_REAL_DATA / "test.jsonl", "test"),
-        # the next-sentence task's train split in Commonsense-170k's record format
-        "commonsense170k": _local(_REAL_DATA / "commonsense" / "train.json", field="instruction"),
+        # the WordNet tasks' train splits (disjoint clusters from their test splits) in Commonsense-170k's format
+        "commonsense170k": _local(REAL_ASSETS / "tasks" / "mc" / "commonsense" / "mc_train.json", field="instruction"),
+        # the next-sentence task's train split in the same format (the small smollm2 grid's margin data)
+        "nextsent170k": _local(_REAL_DATA / "commonsense" / "train.json", field="instruction"),
     },
     objective_defaults=REAL_OBJECTIVE_DEFAULTS,
     evaluation=REAL_EVALUATION,
     batch_size=8,
     task_prefix="real_",
     task_dir=REAL_ASSETS / "tasks",
-    tasks=("nextsent",),
-    # fixed with the task's construction, before any model ran on it: HellaSwag-like, so
-    # acc_norm is the headline (as for hellaswag); acc is recorded beside it
-    headline={"nextsent": "acc_norm"},
+    tasks=("hypernym", "definition", "cloze", "nextsent"),
+    # real_nextsent's distractors come from other documents, and a model-free reader of the text picks its
+    # answer 70-81% of the time (chance 25%): it is no longer evaluated unless a grid names it
+    default_tasks=("hypernym", "definition", "cloze"),
+    # fixed with each task's construction, before any model ran on it: the WordNet tasks' one-word options
+    # need no length normalisation (acc); the HellaSwag-like next sentence, acc_norm; the other recorded beside
+    headline={"hypernym": "acc", "definition": "acc", "cloze": "acc", "nextsent": "acc_norm"},
 )
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (PAPER, TINY, REAL)}

@@ -39,10 +39,19 @@ def _task_label(task: str, metric: str) -> str:
     return f"{TASK_SHORT.get(task, task)} ({'n' if metric == 'acc_norm' else 'a'})"
 
 
+def _evaluated_tasks(rows: list[dict[str, Any]], prof) -> list[str]:
+    """The tasks these results' avg_acc averaged (in the profile's order); the profile's default ones
+    where the results do not say."""
+    named = {t for r in rows for t in ((r.get("evaluation_protocol") or {}).get("zero_shot") or {})
+             .get("headline_metric", {})}
+    named |= {t for r in rows for t in prof.tasks if f"{t}_{prof.headline_metric(t)}" in (r.get("metrics") or {})}
+    return [t for t in prof.tasks if t in named] or list(prof.default_tasks or prof.tasks)
+
+
 def condition_table(rows: list[dict[str, Any]], dense: dict[str, Any] | None) -> str:
-    """One condition's solutions (and the dense model): the profile's own tasks as columns."""
+    """One condition's solutions (and the dense model): the tasks they were evaluated on as columns."""
     prof = _profile(rows)
-    tasks = [(t, prof.headline_metric(t)) for t in prof.tasks]
+    tasks = [(t, prof.headline_metric(t)) for t in _evaluated_tasks(rows, prof)]
     ppl = [n for n in ("wikitext2", "c4") if any(f"{n}_ppl" in r["metrics"] for r in rows)] or ["wikitext2", "c4"]
     headers = ["searcher", "removed", "calib loss", "Δ dense", *[f"{PPL_SHORT.get(n, n)} ppl" for n in ppl],
                "lambada ppl", "lambada acc", *[_task_label(t, m) for t, m in tasks], "avg acc", "evals",
@@ -75,7 +84,8 @@ def _metrics_note(results: list[dict[str, Any]]) -> list[str]:
     lines = []
     for name in sorted({r.get("profile") or "paper" for r in results}):
         prof = get_profile(name)
-        heads = ", ".join(f"{t} {prof.headline_metric(t)}" for t in prof.tasks)
+        heads = ", ".join(f"{t} {prof.headline_metric(t)}"
+                          for t in _evaluated_tasks([r for r in results if (r.get("profile") or "paper") == name], prof))
         lines.append(f"- profile `{name}` ({prof.description}): avg acc = mean of {heads}; c4 ppl on "
                      f"{_source(prof.source('c4_validation').describe())}; wiki2 ppl on "
                      f"{_source(prof.source('wikitext2').describe())}")
@@ -279,7 +289,8 @@ def _noise_section(conds) -> list[str]:
                 rows.append([grid, model, objective, budget, r["search"], "same set", "–", "–"])
                 continue
             prof = _profile([r])
-            d = A.paired_difference(r["item_outcomes"], base["item_outcomes"], prof.tasks, prof.headline_metric)
+            tasks = [t for t in prof.tasks if t in r["item_outcomes"] and t in base["item_outcomes"]]
+            d = A.paired_difference(r["item_outcomes"], base["item_outcomes"], tasks, prof.headline_metric)
             if d is None:
                 continue
             judged += 1
