@@ -311,7 +311,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.json:
         write_json_atomic(args.json, {"model": spec.id, "weights": session.weights, "removed": list(removed),
                                       "metrics": result.metrics, "protocol": result.protocol,
-                                      "seconds": result.seconds,
+                                      "seconds": result.seconds, "item_outcomes": result.items,
+                                      "item_clusters": result.clusters, "window_nll": result.windows,
                                       "environment": environment(session.device, session.dtype)})
         print(f"wrote {args.json}")
     return 0
