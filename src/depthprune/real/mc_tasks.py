@@ -66,7 +66,7 @@ best). The filter baselines are the cheap readers of :mod:`depthprune.real.basel
 *other instances* of the learned ones -- the n-gram model trained on each of ``FOLDS`` folds
 of its corpus left out in turn, the option-only classifier trained on held-out folds of the
 train split (for train items) or on resampled parts of it (for test items), TF-IDF fitted on the
-answers only -- so the numbers reported (fresh instances: :func:`baselines.report`) are not
+answers only -- so the numbers reported (fresh instances: :func:`depthprune.real.baselines.report`) are not
 those the filter tuned. No language model takes part in choosing distractors. The gold
 position is balanced: a seeded permutation of equal counts per position. ``baselines.json``
 also reports, under ``unfiltered``, the baselines on the same test items with a random valid
