@@ -139,3 +139,20 @@ def test_source_files_are_the_ones_the_snapshot_read():
 def test_rebuild_is_byte_identical(tmp_path):
     manifest = mc_tasks.build(tmp_path, seeds=MANIFEST["parameters"]["seeds"], log=lambda s: None)
     assert manifest["sha256"] == MANIFEST["sha256"]
+
+
+@pytest.mark.parametrize("model", ["smollm2-135m", "gemma3-270m"])
+def test_frozen_dense_accuracy_is_well_above_chance(model):
+    """The measured dense accuracies (python -m depthprune.real.mc_eval): every task's full test split,
+    the headline metric >= chance + 10 points at the lower end of its clustered 95% interval."""
+    from depthprune.models import REAL_ASSETS
+    from depthprune.real.mc_eval import HEADLINE
+
+    path = REAL_ASSETS / "models" / model / "mc_tasks.json"
+    measured = json.loads(path.read_text(encoding="utf-8"))
+    assert measured["dtype"] == "torch.bfloat16" and set(measured["tasks"]) == {f"real_{t}" for t in mc_tasks.TASKS}
+    for task in mc_tasks.TASKS:
+        row = measured["tasks"][f"real_{task}"]
+        assert row["n"] == mc_tasks.SIZES["test"] and row["headline"] == HEADLINE[task] == "acc"
+        head = row[row["headline"]]
+        assert head["cluster_bootstrap_95"][0] >= row["chance"] + 0.10, (model, task, head)

@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -52,18 +53,29 @@ def measure(model: str, dtype: str = "auto", tasks: tuple[str, ...] = mc_tasks.T
     prof = profile(tasks)
     session = Session.open(model, prof, device="cpu", dtype=dtype)
     out: dict[str, Any] = {"model": model, "weights": session.weights, "dtype": session.dtype,
-                           "torch_threads": torch.get_num_threads(), "adapter": "shared-prefix",
-                           "batch_size": batch_size, "tasks": {}}
+                           "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
+                           "adapter": "shared-prefix", "batch_size": batch_size, "tasks": {}}
     for task in tasks:
         test = bl.read_items(mc_tasks.OUT / "data" / task / "test.jsonl")
         clusters = [item["cluster"] for item in test]
-        cfg = prof.eval_config(tasks=(task,), lambada=False, perplexity=(), limit=None, batch_size=batch_size)
-        start = time.perf_counter()
+        # every item (eval_config ignores None overrides, so the profile's limit is lifted here)
+        cfg = dataclasses.replace(prof.eval_config(tasks=(task,), lambada=False, perplexity=(), batch_size=batch_size),
+                                  limit=None)
+        load = os.getloadavg()[0]
+        start, cpu = time.perf_counter(), time.process_time()
         result = session.evaluate((), cfg)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        tokens = sum(len(session.tokenizer(item["ctx"])["input_ids"]) + sum(
+            len(session.tokenizer(" " + o, add_special_tokens=False)["input_ids"]) for o in item["options"])
+            for item in test)
         row: dict[str, Any] = {"n": len(test), "chance": 1 / mc_tasks.K, "headline": HEADLINE[task],
                                "seconds": round(seconds, 1),
-                               "seconds_per_1k_items": round(1000 * seconds / len(test), 1)}
+                               "seconds_per_1k_items": round(1000 * seconds / len(test), 1),
+                               # process CPU seconds (all threads): less moved by other processes than wall time
+                               "cpu_seconds_per_1k_items": round(1000 * cpu / len(test), 1),
+                               "tokens_per_item": round(tokens / len(test), 1),
+                               # the machine's 1-minute load average before and after: a shared CPU slows the timing
+                               "load_average": [round(load, 2), round(os.getloadavg()[0], 2)]}
         for metric in ("acc", "acc_norm"):
             outcomes = [int(c) for c in result.items[task][metric]]
             assert len(outcomes) == len(test)
