@@ -2,7 +2,7 @@
 
 What a model *is* is stated here (:data:`IDENTITIES`); what it *does* is measured by
 :mod:`depthprune.real.check` and added to the card's ``measured`` section. Both files are written by
-:func:`write`; ``python -m depthprune.real.card [MODEL]`` re-renders a card from its card.json
+:func:`write`; ``python -m depthprune.real.check --model MODEL --render-only`` re-renders a card from its card.json
 without measuring anything.
 """
 
@@ -230,11 +230,3 @@ def write(measured: dict[str, Any] | None = None, readme_tables: str = "", model
     (where / "README.md").write_text("\n".join(lines), encoding="utf-8")
     return where
 
-
-if __name__ == "__main__":
-    from depthprune.real.check import render
-
-    name = sys.argv[1] if len(sys.argv) > 1 else MODEL_ID
-    path = card_dir(name) / "card.json"
-    stored = json.loads(path.read_text()).get("measured") if path.is_file() else None
-    print(write(stored, render(stored, name) if stored else "", name))

@@ -240,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", default="float32", help="the session's dtype (float32, bfloat16, auto)")
     p.add_argument("--tasks", default=None, help="the tasks step's tasks (default: the profile's)")
     p.add_argument("--objectives", default=",".join(SWEEP_OBJECTIVES), help="the sweep step's objectives")
+    p.add_argument("--render-only", action="store_true",
+                   help="rewrite the card's README.md and card.json from its stored measurements (no model load)")
     args = p.parse_args(argv)
     steps = [s for s in args.steps.split(",") if s]
     unknown = sorted(set(steps) - {"perplexity", "tasks", "margin", "sweep"})
@@ -248,6 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     tasks = tuple(t for t in args.tasks.split(",") if t) if args.tasks is not None else None
     objectives = tuple(o for o in args.objectives.split(",") if o)
     identity(args.model)  # a model without a card identity fails before anything is loaded
+    if args.render_only:
+        path = card_dir(args.model) / "card.json"
+        stored = json.loads(path.read_text()).get("measured") if path.is_file() else None
+        print(write(stored, render(stored, args.model) if stored else "", args.model))
+        return 0
     torch.set_num_threads(args.threads)
     card_path = card_dir(args.model) / "card.json"
     measured = json.loads(card_path.read_text()).get("measured", {}) if card_path.is_file() else {}
