@@ -648,14 +648,15 @@ def _judge_5_3(grid, rows, t, g) -> Verdict:
     details = [{"model": m, "objective": o, "budget": b} for (m, o, b) in conds]
     stat: dict[str, float | None] = {"rho_ppl": None, "rho_margin": None}
     outcome: dict[str, bool | None] = {}
-    words, used, counted_total, most = [], [], 0, 0
+    words, used, counted_total = [], [], 0
+    most: dict[str, int] = {}
     for axis in (t["x_axis"], *(a for a in _AXES if a != t["x_axis"])):
         main = axis == t["x_axis"]
         groups = {key: _distinct_solutions(sols, axis) for key, sols in conds.items()}
         for row, key in zip(details, conds):
             row[f"distinct_{axis}"] = len(groups[key])
         if main:
-            most = max((len(v) for v in groups.values()), default=0)
+            most = {o: max((len(v) for k, v in groups.items() if k[1] == o), default=0) for o in objectives}
         enough = [k for k, sols in groups.items() if len(sols) >= t["min_distinct"]]
         keys = [k for k in enough if _separable(groups[k], axis, t["min_reliability"])]  # bootstrap only these
         for row, key in zip(details, conds):
@@ -677,7 +678,7 @@ def _judge_5_3(grid, rows, t, g) -> Verdict:
                 if main:
                     outcome[o] = None
                     why = (f"no condition with ≥ {t['min_distinct']} distinct solutions having {axis} and avg_acc "
-                           f"(most distinct: {most})" if not any(k[1] == o for k in enough) else
+                           f"(most distinct: {most[o]})" if not any(k[1] == o for k in enough) else
                            f"no condition whose solutions the evaluation separates (reliability ≥ "
                            f"{t['min_reliability']} on both axes)" if not idx else
                            "no per-item (or per-window) outcomes, so the evaluation's noise is unknown")
