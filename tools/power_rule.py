@@ -28,7 +28,7 @@ def _blocks(a: dict, b: dict, clustered: bool) -> list[N.Outcomes]:
     out = []
     for task, metric in heads.items():
         xa, xb = a["item_outcomes"][task][metric], b["item_outcomes"][task][metric]
-        values = np.stack([N._bits(xa), N._bits(xb)], axis=1)
+        values = np.stack([N.outcome_bits(xa), N.outcome_bits(xb)], axis=1)
         clusters = (a.get("item_clusters") or {}).get(task) if clustered else None
         out.append(N.Outcomes.from_units(values, clusters))
     return out

@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from depthprune.report.noise import outcome_bits
+
 MIN_DISTINCT_FOR_SPEARMAN = 5
 
 
@@ -178,8 +180,7 @@ def paired_difference(a: dict[str, dict[str, str]], b: dict[str, dict[str, str]]
         xa, xb = a.get(task, {}).get(metric), b.get(task, {}).get(metric)
         if not xa or not xb or len(xa) != len(xb):
             return None
-        per_task.append(np.frombuffer(xa.encode(), dtype=np.uint8).astype(float) - 48
-                        - (np.frombuffer(xb.encode(), dtype=np.uint8).astype(float) - 48))
+        per_task.append(outcome_bits(xa) - outcome_bits(xb))
     if not per_task:
         return None
     rng = np.random.default_rng(seed)

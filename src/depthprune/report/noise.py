@@ -177,7 +177,8 @@ def discordance(blocks: Sequence[Outcomes], a: int, b: int) -> float | None:
 
 # -- from result dicts ------------------------------------------------------------------------------
 
-def _bits(s: str) -> np.ndarray:
+def outcome_bits(s: str) -> np.ndarray:
+    """A stored outcome string ("0110...", :data:`depthprune.result` ``item_outcomes``) as 0./1. floats."""
     return np.frombuffer(s.encode(), dtype=np.uint8).astype(float) - 48
 
 
@@ -197,7 +198,7 @@ def accuracy_blocks(results: Sequence[dict[str, Any]], tasks: Sequence[str],
             return None
         if clusters[0] is not None and len(clusters[0]) != len(strings[0]):
             return None
-        blocks.append(Outcomes.from_units(np.stack([_bits(s) for s in strings], axis=1), clusters[0]))
+        blocks.append(Outcomes.from_units(np.stack([outcome_bits(s) for s in strings], axis=1), clusters[0]))
     return blocks or None
 
 
