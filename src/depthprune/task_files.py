@@ -61,3 +61,32 @@ metadata:
 def lambada_task(name: str, header: str) -> str:
     """A LAMBADA-style task YAML (lm-eval's lambada_openai.yaml, on local data read by utils.py)."""
     return header + _LAMBADA.format(name=name)
+
+
+_MULTIPLE_CHOICE = """tag:
+  - {tag}
+task: {name}
+custom_dataset: !function utils.{loader}
+output_type: multiple_choice
+training_split: train
+validation_split: null
+test_split: test
+doc_to_text: "{{{{ctx}}}}"
+doc_to_target: "{{{{label}}}}"
+doc_to_choice: "{{{{{choices}}}}}"
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+  - metric: acc_norm
+    aggregation: mean
+    higher_is_better: true
+metadata:
+  version: 1.0
+"""
+
+
+def multiple_choice_task(name: str, header: str, tag: str, loader: str, choices: str) -> str:
+    """A local multiple-choice task YAML: ``ctx`` scored against each of ``choices`` (a document
+    field), answer ``label``; acc and acc_norm both recorded."""
+    return header + _MULTIPLE_CHOICE.format(name=name, tag=tag, loader=loader, choices=choices)
