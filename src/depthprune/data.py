@@ -22,9 +22,11 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -386,11 +388,33 @@ def _cloze_item(instruction: str, extra: str, labels: tuple[str, ...], gold: int
     return ChoiceItem(f"Question: {stem}\nAnswer:", tuple(f" {t}" for t in texts), gold)
 
 
-def load_choice_items(source: TextSource, n_items: int, seed: int = 0, answer: str = "label") -> list[ChoiceItem]:
-    """``n_items`` records sampled without replacement (seeded), parsed."""
-    records = load_records(source)
+def parse_shard(shard: str) -> tuple[int, int] | None:
+    """``"i/n"`` -> (i, n) with 0 <= i < n; ``""`` -> None (the whole pool). Raises on anything else."""
+    if shard == "":
+        return None
+    m = re.fullmatch(r"(\d+)/(\d+)", shard) if isinstance(shard, str) else None
+    if not m or not 0 <= int(m.group(1)) < int(m.group(2)):
+        raise ValueError(f"shard must be '' (the whole pool) or 'i/n' with 0 <= i < n, got {shard!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def take_shard(pool: Sequence[T], shard: str) -> list[T]:
+    """Every n-th element of ``pool`` from the i-th (``shard="i/n"``): the n shards of one pool are
+    disjoint, so calibration samples drawn from different shards share no document or record."""
+    parsed = parse_shard(shard)
+    if parsed is None:
+        return list(pool)
+    i, n = parsed
+    return [x for j, x in enumerate(pool) if j % n == i]
+
+
+def load_choice_items(source: TextSource, n_items: int, seed: int = 0, answer: str = "label",
+                      shard: str = "") -> list[ChoiceItem]:
+    """``n_items`` records sampled without replacement (seeded) from the pool (or one shard of it), parsed."""
+    records = take_shard(load_records(source), shard)
     if n_items > len(records):
-        raise ValueError(f"asked for {n_items} items but {source.describe()} has {len(records)}")
+        where = f" (shard {shard})" if shard else ""
+        raise ValueError(f"asked for {n_items} items but {source.describe()}{where} has {len(records)}")
     rng = random.Random(seed)
     picked = rng.sample(range(len(records)), n_items)
     return [parse_commonsense_record(records[i], answer=answer) for i in picked]

@@ -176,6 +176,9 @@ REAL = Profile(
                  "the small smollm2 grid)"),
     sources={
         "c4_train": _local(_REAL_DATA / "calibration.jsonl"),
+        # the calibration split plus Python's tutorial, HOWTOs and FAQ (depthprune.real.pool): room for
+        # disjoint calibration samples (the calibration-size curve, the real grid)
+        "calibration_pool": _local(_REAL_DATA / "calibration_pool.jsonl"),
         "c4_validation": _local(_REAL_DATA / "validation.jsonl", "validation"),
         "wikitext2": _local(_REAL_DATA / "test.jsonl", "test"),
         # the WordNet tasks' train splits (disjoint clusters from their test splits) in Commonsense-170k's format

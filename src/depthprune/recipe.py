@@ -106,6 +106,12 @@ class Session:
         """The objectives calibrated so far on this session."""
         return list(self._calibrations.values())
 
+    def drop_calibrations(self) -> None:
+        """Free the calibrations built so far (their batches, scorers and state caches): for callers that
+        calibrate many settings on one loaded model, as the calibration-size curve does."""
+        self._calibrations.clear()
+        gc.collect()
+
     def evaluate(self, removed: tuple[int, ...] | list[int], cfg: EvalConfig | None = None,
                  cache_dir: str | Path | None = None) -> EvalResult:
         return evaluate(self.model, self.tokenizer, self.spec.id, list(removed), self.profile,

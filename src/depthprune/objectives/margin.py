@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from depthprune.data import load_choice_items
+from depthprune.data import load_choice_items, parse_shard
 from depthprune.objectives.base import Batch, Objective, OutputHead, register
 from depthprune.params import check_choice, check_ints
 
@@ -55,22 +55,27 @@ class MarginObjective(Objective):
     # "label": score " answer2" (the record's output); "option": the option's text after the
     # instruction; "cloze": the option's text as the question stem's continuation, no options shown
     answer: str = "label"
+    shard: str = ""  # "i/n": only every n-th record from the i-th (disjoint samples; the calibration-size curve)
     _protocol: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_choice("margin", "answer", self.answer, tuple(_SCORED))
         check_choice("margin", "share_prompt", self.share_prompt, (True, False))
         check_ints("margin", self, {"n_items": 1, "seed": 0, "max_len": 2})
+        try:
+            parse_shard(self.shard)
+        except ValueError as e:
+            raise ValueError(f"margin: {e}") from None
         if not isinstance(self.dataset, str) or not self.dataset:
             raise ValueError(f"margin: dataset must be a dataset name, got {self.dataset!r}")
 
     def params(self) -> dict[str, Any]:
         return {"dataset": self.dataset, "n_items": self.n_items, "seed": self.seed, "max_len": self.max_len,
-                "share_prompt": self.share_prompt, "answer": self.answer}
+                "share_prompt": self.share_prompt, "answer": self.answer} | ({"shard": self.shard} if self.shard else {})
 
     def prepare(self, tokenizer, profile: Profile, batch_size: int) -> list[Batch]:
         source = profile.source(self.dataset)
-        items = load_choice_items(source, self.n_items, self.seed, answer=self.answer)
+        items = load_choice_items(source, self.n_items, self.seed, answer=self.answer, shard=self.shard)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         n = len(items)
         rows: list[_Row] = []
@@ -102,7 +107,7 @@ class MarginObjective(Objective):
                    for s in range(0, len(order), batch_size)]
         self._protocol = {
             "source": source.describe(), "n_items": n, "n_options": sum(len(r.answers) for r in rows),
-            "seed": self.seed, "options_per_item": sorted({len(it.choices) for it in items}),
+            "seed": self.seed, **({"shard": self.shard} if self.shard else {}), "options_per_item": sorted({len(it.choices) for it in items}),
             "scored_tokens": _SCORED[self.answer],
             "aggregation": "mean log-prob per option; margin = sum_{j!=gold}(l_gold - l_j); loss = -mean margin",
             "shared_prompt": self.share_prompt,

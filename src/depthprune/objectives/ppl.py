@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from depthprune.data import calibration_windows, instruction_texts, joined_windows, load_texts
+from depthprune.data import (
+    calibration_windows,
+    instruction_texts,
+    joined_windows,
+    load_texts,
+    parse_shard,
+    take_shard,
+)
 from depthprune.objectives.base import Batch, Objective, OutputHead, register
 from depthprune.params import check_choice, check_ints
 
@@ -37,28 +44,37 @@ class PerplexityObjective(Objective):
     seq_len: int = 2048
     seed: int = 0
     packing: str = "documents"  # "documents": a random window of a random long document (GPTQ); "joined"
+    shard: str = ""  # "i/n": only every n-th document from the i-th (disjoint samples; the calibration-size curve)
     _protocol: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_choice(self.name, "packing", self.packing, PACKINGS)
         check_ints(self.name, self, {"n_samples": 1, "seq_len": 2, "seed": 0})
+        try:
+            parse_shard(self.shard)
+        except ValueError as e:
+            raise ValueError(f"{self.name}: {e}") from None
         if not isinstance(self.dataset, str) or not self.dataset:
             raise ValueError(f"{self.name}: dataset must be a dataset name, got {self.dataset!r}")
 
     def params(self) -> dict[str, Any]:
-        return {"dataset": self.dataset, "n_samples": self.n_samples, "seq_len": self.seq_len, "seed": self.seed,
-                "packing": self.packing}
+        params = {"dataset": self.dataset, "n_samples": self.n_samples, "seq_len": self.seq_len, "seed": self.seed,
+                  "packing": self.packing}
+        return params | ({"shard": self.shard} if self.shard else {})  # absent when unset: older fingerprints hold
 
     def prepare(self, tokenizer, profile: Profile, batch_size: int) -> list[Batch]:
         source = profile.source(self.dataset)
         if self.packing == "joined":
             texts = instruction_texts(source) if self.dataset == "commonsense170k" else load_texts(source)
-            windows, protocol = joined_windows(texts, tokenizer, self.n_samples, self.seq_len, self.seed)
+            windows, protocol = joined_windows(take_shard(texts, self.shard), tokenizer, self.n_samples, self.seq_len,
+                                               self.seed)
         else:
             windows, protocol = calibration_windows(
-                load_texts(source), tokenizer, self.n_samples, self.seq_len, self.seed
+                take_shard(load_texts(source), self.shard), tokenizer, self.n_samples, self.seq_len, self.seed
             )
-        self._protocol = {"source": source.describe(), **protocol.__dict__}
+        self._protocol = {"source": source.describe(), **protocol.__dict__,
+                          **({"shard": f"documents j with j % {self.shard.split('/')[1]} == {self.shard.split('/')[0]}"}
+                             if self.shard else {})}
         return [Batch(windows[i : i + batch_size]) for i in range(0, len(windows), batch_size)]
 
     def batch_stats(self, hidden: torch.Tensor, batch: Batch, head: OutputHead) -> torch.Tensor:
