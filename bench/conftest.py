@@ -84,7 +84,7 @@ def _rehearsal_cells(metafunc) -> None:
     params = []
     for cell in grid.cells():
         marks = [pytest.mark.xdist_group(f"rehearsal/{cell.group}")]
-        if cell.id not in grid.ci_cells:
+        if cell.id not in (grid.ci_cells or ()):
             marks.append(pytest.mark.grid_extra)
         params.append(pytest.param((grid, cell), id=cell.id, marks=marks))
     metafunc.parametrize("rehearsal_cell", params)
@@ -108,7 +108,7 @@ def pytest_generate_tests(metafunc):
             # one group per model and objective (they share a calibration and a prior): 6 groups of
             # the tiny grid keep 2 workers busy to the end, where 3 model groups left one idle ~9 min
             marks.append(pytest.mark.xdist_group(f"{grid.name}/{cell.group}"))
-            if grid.ci_cells and cell.id not in grid.ci_cells:
+            if grid.ci_cells is not None and cell.id not in grid.ci_cells:
                 marks.append(pytest.mark.grid_extra)
             params.append(pytest.param((grid, cell), id=cell.id, marks=marks))
     metafunc.parametrize("grid_cell", params)

@@ -35,7 +35,7 @@ def _run_dtype(grid, runner) -> str:
 
 def test_cell(grid_cell, grid_runner, request):
     grid, cell = grid_cell
-    ref_dir = request.config.getoption("--reference-dir")
+    ref_dir = grid.reference_dir(request.config.getoption("--reference-dir"))
     update = request.config.getoption("--update-reference")
     dtype = _run_dtype(grid, grid_runner)
     reference = read_reference(ref_dir, cell.id, dtype) if dtype else None

@@ -1,4 +1,4 @@
-"""The real grid's evaluation power rule (cases/staged/real.toml) is what tools/power_rule.py gives on the
+"""The real grid's evaluation power rule (cases/real.toml) is what tools/power_rule.py gives on the
 committed pairs of pruned solutions (cases/power-rule/), and the case file's limit follows from it."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def test_the_case_files_figures_are_the_tools(model, discordance, deff, items):
     assert row["items"] == 600 and row["discordance"] == pytest.approx(discordance, abs=5e-4)
     assert row["design_effect"] == pytest.approx(deff, abs=5e-3)
     assert round(row["items_for_target"]) == items
-    text = (ROOT / "cases" / "staged" / "real.toml").read_text()
+    text = (ROOT / "cases" / "real.toml").read_text()
     assert f"{items:,} items" in text and f"discordance {discordance}" in text
 
 
@@ -37,6 +37,6 @@ def test_the_limit_pays_for_the_larger_need():
     from depthprune.grid.cases import load_grid
 
     need = max(1048, 1807)
-    grid = load_grid(ROOT / "cases" / "staged" / "real.toml")
+    grid = load_grid(ROOT / "cases" / "real.toml")
     cfg = grid.eval_config("real")
     assert cfg.limit == math.ceil(need / len(cfg.tasks))  # equal items per task, at least the need

@@ -155,28 +155,6 @@ def test_real_tasks_load_in_lm_eval():
     assert lambada.doc_to_target(ldocs[0]) == " " + ldocs[0]["text"].split(" ")[-1]
 
 
-def test_smollm2_case_file():
-    """28 cells, a two-cell CI slice, and calibration / evaluation sizes equal to the real
-    profile's defaults (so `depthprune prune --model smollm2-135m` calibrates as a cell does)."""
-    from pathlib import Path
-
-    from depthprune.grid.cases import load_grids
-    from depthprune.objectives import make_objective
-
-    grids = {g.name: g for g in load_grids(Path(__file__).resolve().parent.parent / "cases")}
-    grid = grids["smollm2"]
-    assert len(grid.cells()) == 28 and grid.budgets == (7, 9)
-    assert grid.ci_cells == ("smollm2-135m-ppl-oneshot-M7", "smollm2-135m-margin-oneshot-M7")
-    real = get_profile("real")
-    assert (make_objective("ppl", real, **grid.objective_params["ppl"]).params()
-            == make_objective("ppl", real).params())
-    # the small grid keeps its next-sentence task and margin data (the profile's defaults are now WordNet's)
-    assert (make_objective("margin", real, **grid.objective_params["margin"]).params()
-            == make_objective("margin", real, dataset="nextsent170k").params())
-    assert grid.eval_config(real) == real.eval_config(tasks=("nextsent",))
-    assert grid.objective_params["margin"]["answer"] == "cloze"
-
-
 def test_shipped_task_loaders_are_what_the_builders_write():
     """The tiny and real profiles' lm-eval ``utils.py`` are generated from one template."""
     from depthprune.models import REAL_ASSETS, TINY_ASSETS

@@ -258,11 +258,12 @@ def cmd_cell(args: argparse.Namespace) -> int:
     for line in result_summary(result):
         print(line)
     dtype = result["environment"]["dtype"]
-    reference = read_reference(args.reference_dir, cell.id, dtype)
+    ref_dir = grid.reference_dir(args.reference_dir)
+    reference = read_reference(ref_dir, cell.id, dtype)
     if reference is None:
-        others = reference_dtypes(args.reference_dir, cell.id)
+        others = reference_dtypes(ref_dir, cell.id)
         made = f" (only in {', '.join(others)}: results of different precisions are never compared)" if others else ""
-        print(f"reference  none for {dtype} in {args.reference_dir}{made}")
+        print(f"reference  none for {dtype} in {ref_dir}{made}")
         return 0
     problems, notes = compare(result, reference)
     for note in notes:

@@ -29,7 +29,8 @@ file, the field and what is allowed — a typo must never silently shrink a grid
     calibration_loss_rel = 1e-4
 
     [ci]
-    cells = ["tiny-llama3-ppl-greedy-M3"]   # the slice CI runs (others need --full-grid)
+    cells = ["tiny-llama3-ppl-greedy-M3"]   # the slice CI runs (others need --full-grid); [] runs none,
+                                            # no [ci] section every cell
 
     [[cells]]                   # more cells: axes default to [grid]'s (a control's variations)
     searchers = ["ga", "bo"]
@@ -42,6 +43,11 @@ file, the field and what is allowed — a typo must never silently shrink a grid
 
 A grid of ``kind = "controls"`` varies a main grid (``compare_with``): the reporter puts
 its cells in the control sections, never in the main tables or the claim verdicts.
+
+A grid of ``kind = "slice"`` is a cheaper measurement of some cells of a main grid
+(``compare_with``), e.g. evaluated on fewer items so that CI can afford it: its references
+are its own (``reference/<grid name>/<dtype>/``, made at its own settings, as its cell ids
+repeat the main grid's) and the reporter leaves it out of every table and verdict.
 """
 
 from __future__ import annotations
@@ -137,8 +143,8 @@ class Grid:
     searcher_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     evaluation: dict[str, Any] = field(default_factory=dict)
     tolerance: Tolerance = Tolerance()
-    ci_cells: tuple[str, ...] = ()
-    kind: str = "main"  # "controls": varies the main grid ``compare_with``; reported apart
+    ci_cells: tuple[str, ...] | None = None  # None: no [ci] section, CI runs every cell; () : CI runs none
+    kind: str = "main"  # "controls": varies the main grid ``compare_with``, reported apart; "slice": never reported
     compare_with: str | None = None
     blocks: tuple[dict[str, Any], ...] = ()  # the [[cells]] tables, validated
     override: Path | None = None  # a case override applied on top of ``path`` (apply_override)
@@ -155,6 +161,10 @@ class Grid:
         for block in self.blocks:
             cells += _block_cells(self, block)
         return cells
+
+    def reference_dir(self, root: str | Path) -> Path:
+        """Where this grid's references are: ``root``, or ``root/<name>`` for a slice (its ids repeat its main grid's)."""
+        return Path(root) / self.name if self.kind == "slice" else Path(root)
 
     def eval_config(self, profile: str | Profile) -> EvalConfig:
         return get_profile(profile).eval_config(**self.evaluation)
@@ -193,6 +203,7 @@ _GRID_KEYS = {"name": str, "kind": str, "compare_with": str, "description": str,
               "searchers": list, "budgets": list, "seeds": list, "markers": list, "device": str, "dtype": str,
               "batch_size": int}
 _REQUIRED = ("name", "models", "objectives", "searchers", "budgets")
+KINDS = ("main", "controls", "slice")
 _SECTIONS = ("grid", "objective", "searcher", "evaluation", "tolerance", "ci", "cells")
 
 
@@ -300,10 +311,11 @@ def _grid_from_raw(path: Path, raw: dict[str, Any]) -> Grid:
         description=g.get("description", ""), objective_params=objective_params,
         searcher_params=searcher_params, evaluation=evaluation, tolerance=Tolerance(**tol_raw),
     )
-    if g.get("kind", "main") not in ("main", "controls"):
-        raise _fail(path, "[grid] kind", f"{g['kind']!r} is not allowed; allowed: main, controls")
-    if g.get("kind") == "controls" and not g.get("compare_with"):
-        raise _fail(path, "[grid] compare_with", "required for kind = \"controls\": the main grid it varies")
+    if g.get("kind", "main") not in KINDS:
+        raise _fail(path, "[grid] kind", f"{g['kind']!r} is not allowed; allowed: {', '.join(KINDS)}")
+    if g.get("kind") in ("controls", "slice") and not g.get("compare_with"):
+        raise _fail(path, "[grid] compare_with", f"required for kind = \"{g['kind']}\": the main grid it "
+                                                 + ("varies" if g["kind"] == "controls" else "slices"))
     blocks = _check_blocks(path, raw.get("cells", []), g, objective_params, searcher_params)
     grid = Grid(**{**grid.__dict__, "kind": g.get("kind", "main"), "compare_with": g.get("compare_with"),
                    "blocks": blocks})
@@ -315,7 +327,7 @@ def _grid_from_raw(path: Path, raw: dict[str, Any]) -> Grid:
     for cid in ci.get("cells", []):
         if cid not in ids:
             raise _fail(path, "[ci] cells", f"{cid!r} is not a cell of this grid")
-    return Grid(**{**grid.__dict__, "ci_cells": tuple(ci.get("cells", []))})
+    return Grid(**{**grid.__dict__, "ci_cells": tuple(ci["cells"]) if "cells" in ci else None})
 
 
 def _check_blocks(path: Path, raw: Any, g: dict[str, Any], objective_params: dict[str, dict[str, Any]],

@@ -169,6 +169,9 @@ def summarize(out: str | Path) -> dict[str, Any]:
                                            for s in cfg["seeds"]) / len(cfg["seeds"]),
                 "seconds": sum(r["cost"]["seconds"] for r in res.values()) / len(res),
             })
+    first = json.loads(next(iter(sorted(runs.glob("*.json")))).read_text())
+    provenance = {"code": sorted({json.loads(p.read_text()).get("settings", {}).get("code", "?") for p in runs.glob("*.json")}),
+                  "environment": first.get("environment", {}), "runs": len(list(runs.glob("*.json")))}
     chosen = {}
     for objective in cfg["objectives"]:
         mine = [r for r in rows if r["objective"] == objective]
@@ -180,6 +183,7 @@ def summarize(out: str | Path) -> dict[str, Any]:
         n = min(ok)
         chosen[objective] = {"size": n, "settled_before_largest": n < max(sizes)}
     summary = {"written_by": "python -m depthprune.real.calibration_curve summarize", "config": cfg,
+               "provenance": provenance,
                "rule": {"settled_jaccard": SETTLED_JACCARD, "cross_seed_slack": CROSS_SEED_SLACK,
                         "text": __doc__.split("THE RULE")[1].split("\n\n")[0].strip()},
                "rows": rows, "chosen": chosen}
@@ -209,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                     DEFAULTS["sizes"].items()) + ")")
     p.add_argument("--seeds", default=",".join(map(str, DEFAULTS["seeds"])))
     p.add_argument("--objectives", default=",".join(DEFAULTS["objectives"]))
+    p.add_argument("--archive", metavar="DIR", help="also copy curve.json to DIR/calibration-curve-<model>.json "
+                                                    "(where depthprune report finds it)")
     p.add_argument("--workers", type=int, default=2, help="processes, one objective each (default 2: one per core)")
     args = p.parse_args(argv)
     try:
@@ -243,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"curve: {time.perf_counter() - start:.0f} s wall ({workers} workers x {threads} thread(s); {per})")
     if args.stage in ("summarize", "all"):
         summary = summarize(out)
+        if args.archive:
+            Path(args.archive).mkdir(parents=True, exist_ok=True)
+            _write_json(Path(args.archive) / f"calibration-curve-{summary['config']['model']}.json", summary)
         print(table(summary))
         for objective, c in summary["chosen"].items():
             print(f"chosen {objective}: {c['size']}" + ("" if c["settled_before_largest"]

@@ -21,6 +21,7 @@ from depthprune.grid.results import iter_dense, iter_results
 from depthprune.report import analysis as A
 from depthprune.report.cells import fmt as _f, layers as _layers, pct as _pct
 from depthprune.report.claims import render_claims
+from depthprune.report.calibration_curve import find_curves, render_curves
 from depthprune.report.controls import is_control, render_controls
 from depthprune.report.precision import render_precision
 
@@ -333,7 +334,7 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
                  figures_dir: str | Path | None = None, command: str = "depthprune report",
                  reference_dir: str | Path = "reference") -> Path:
     dirs = [Path(d) for d in results_dirs]
-    every = list(iter_results(dirs))
+    every = [r for r in iter_results(dirs) if r.get("grid_kind") != "slice"]  # slices: cheaper repeats, for CI only
     results = [r for r in every if not is_control(r)]  # controls are reported in their own sections
     dense = {(d["grid"], d["model"]): d for d in iter_dense(dirs)}
     out = Path(out)
@@ -379,6 +380,9 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     real = _real_section(results, dense, figure_paths, out)
     if real:
         lines += ["## A real pretrained model on CPU", "", *real]
+    curves = render_curves(find_curves(dirs))
+    if curves:
+        lines += ["## Calibration-size curve", "", *curves]
     lines += ["## Where a grid departs from the paper's protocol", "", *_protocol_section(results), ""]
     lines += ["## Results per model, objective and budget", "",
               "Accuracies in %, headline metric per task (n = acc_norm, a = acc); avg acc = mean of the "
