@@ -38,6 +38,8 @@ file, the field and what is allowed — a typo must never silently shrink a grid
     search_params = { prior = "uniform" }       # over [searcher.*]
     # or several named variants in one block: variants = { r01 = { q = 0.04 }, r02 = { q = 0.08 } }
     objective_params = {}                       # over [objective.*]
+    lane = "panel"              # optional: these cells form their own xdist group, which another worker may
+                                # take (it then repeats the dense pass and the prior; results are the same)
     calibration_seeds = [1, 2]  # more calibration samples (ids -c1, -c2); stochastic searchers'
                                 # seed follows the calibration seed (ids -s1 -c1)
 
@@ -109,6 +111,7 @@ class Cell:
     #: the variant's parameters over the case file's [searcher.*] / [objective.*] (sorted items)
     search_params: tuple[tuple[str, Any], ...] = ()
     objective_params: tuple[tuple[str, Any], ...] = ()
+    lane: str = ""  # a [[cells]] block's own xdist group within its model and objective (e.g. an alignment panel)
 
     @property
     def id(self) -> str:
@@ -122,7 +125,8 @@ class Cell:
         """Cells of one group share a loaded model, calibration data and prior."""
         data = f".{self.variant}" if self.objective_params else ""
         calib = f"/c{self.calibration_seed}" if self.calibration_seed is not None else ""
-        return f"{self.model}/{self.objective}{data}{calib}"
+        lane = f"/{self.lane}" if self.lane else ""
+        return f"{self.model}/{self.objective}{data}{calib}{lane}"
 
 
 @dataclass(frozen=True)
@@ -193,12 +197,13 @@ def _block_cells(grid: Grid, block: dict[str, Any]) -> list[Cell]:
                         for seed in seeds:
                             for variant, params in variants.items():
                                 out.append(Cell(grid.name, m, o, s, b, seed, cseed, variant,
-                                                tuple(sorted(params.items())), op))
+                                                tuple(sorted(params.items())), op, block.get("lane", "")))
     return out
 
 
 _BLOCK_KEYS = {"models": list, "objectives": list, "searchers": list, "budgets": list, "variant": str,
-               "search_params": dict, "variants": dict, "objective_params": dict, "calibration_seeds": list, "description": str}
+               "search_params": dict, "variants": dict, "objective_params": dict, "calibration_seeds": list, "description": str,
+               "lane": str}
 _GRID_KEYS = {"name": str, "kind": str, "compare_with": str, "description": str, "models": list, "objectives": list,
               "searchers": list, "budgets": list, "seeds": list, "markers": list, "device": str, "dtype": str,
               "batch_size": int}
