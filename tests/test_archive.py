@@ -62,10 +62,17 @@ def test_a_live_result_wins_over_its_archived_copy(tmp_path):
 
 @pytest.mark.skipif(not ARCHIVE.is_dir(), reason="no committed archive/")
 def test_committed_report_is_what_the_committed_archives_give(tmp_path, monkeypatch):
+    """REPORT.md, its pages under reports/ and the names of its figures (the PNGs' bytes depend on
+    the fonts and matplotlib of the machine; their names on the results)."""
     from depthprune.report import write_report
 
-    monkeypatch.chdir(ROOT)  # the report names the reference directory relative to the repository
+    monkeypatch.chdir(ROOT)  # the report names the reference and case directories relative to the repository
     out = write_report([Path("archive")], tmp_path / "REPORT.md", tmp_path / "figures",
                        command="depthprune report --results archive --out REPORT.md")
-    assert out.read_text() == (ROOT / "REPORT.md").read_text(), \
-        "REPORT.md is not what archive/ gives: regenerate it with `depthprune report --results archive --out REPORT.md`"
+    regenerate = "regenerate with `depthprune report --results archive --out REPORT.md` and commit what it writes"
+    assert out.read_text() == (ROOT / "REPORT.md").read_text(), f"REPORT.md is not what archive/ gives: {regenerate}"
+    pages = {p.name: p.read_text() for p in (tmp_path / "reports").glob("*.md")}
+    assert pages == {p.name: p.read_text() for p in (ROOT / "reports").glob("*.md")}, \
+        f"reports/ is not what archive/ gives: {regenerate}"
+    assert sorted(p.name for p in (tmp_path / "figures").glob("*.png")) == \
+        sorted(p.name for p in (ROOT / "figures").glob("*.png")), f"figures/ holds other files: {regenerate}"

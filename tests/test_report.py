@@ -50,18 +50,43 @@ def test_report_end_to_end(tmp_path):
         write_result(results / "t" / f"m-ppl-{s}-M3.json", _cell("m", "ppl", s, [7, 8, 9], 2.0 + 0.01 * i, 0.40 + 0.01 * i))
         write_result(results / "t" / f"m-margin-{s}-M3.json",
                      _cell("m", "margin", s, [1 + i % 2, 5, 10], -0.2 + 0.01 * i, 0.60 - 0.01 * i))
-    out = write_report([results], tmp_path / "REPORT.md")
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "gpu.toml").write_text('[grid]\nname = "big"\ndevice = "cuda"\ndescription = "the big one"\n')
+    (cases / "ctl.toml").write_text('[grid]\nname = "ctl"\nkind = "controls"\ncompare_with = "big"\n')
+    out = write_report([results], tmp_path / "REPORT.md", cases_dir=cases)
     text = out.read_text()
-    assert "### m · ppl · M=3" in text
-    assert re.search(r"\| oneshot +\| 7,8,9 +\| 2\.0000", text)
-    claims = text[text.index("## The paper's claims"):text.index("## Paper grid")]
+    # the first screen: the verdict matrix, the grid with results, then the declared grid without (not controls)
+    matrix = text[text.index("## Verdicts"):text.index("What was found")]
+    header = next(line for line in matrix.splitlines() if line.startswith("| claim "))
+    assert header.index("`t`") < header.index("`big`") and "`ctl`" not in header
+    row_51a = next(line for line in matrix.splitlines() if line.startswith("| 5.1a "))
     # ppl removes 7,8,9 under every searcher, margin a scattered set: 5.1a holds on this grid
-    row_51a = next(line for line in claims.splitlines() if line.startswith("| 5.1a "))
-    assert "HELD" in row_51a and "NOT HELD" not in row_51a, row_51a
+    assert "**HELD**" in row_51a and "NOT HELD" not in row_51a and row_51a.rstrip(" |").endswith("NOT RUN"), row_51a
+    assert "## Grids not run yet" in text and "`big` (" in text and "the big one" in text
+    claims = text[text.index("## The claims in detail"):text.index("## Objective vs searcher")]
     assert "reshape the resulting sets of pruned layers" in claims
-    assert "Not run here" in text
+    # the per-condition tables are on the grid's page, accuracies with their interval column
+    page = (tmp_path / "reports" / "t.md").read_text()
+    assert "### m · ppl · M=3" in page and "(reports/t.md)" in text and "../REPORT.md" in page
+    assert re.search(r"\| oneshot +\| 7,8,9 +\| 2\.0000", page)
+    assert re.search(r"\| oneshot +\| – +\| 40\.0 \[–\]", page)  # no per-item outcomes: no interval to show
     assert (tmp_path / "figures" / "heatmap-t-m-ppl.png").stat().st_size > 1000
     assert (tmp_path / "figures" / "cost-quality-t.png").exists()
+    assert "NOT RUN" not in write_report([results], tmp_path / "R2.md", cases_dir=None).read_text()
+
+
+def test_a_stale_page_goes_and_a_hand_written_one_stays(tmp_path):
+    results = tmp_path / "results"
+    write_result(results / "t" / "m-ppl-oneshot-M3.json", _cell("m", "ppl", "oneshot", [7, 8, 9], 2.0, 0.4))
+    from depthprune.report import GENERATED
+
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "gone.md").write_text(f"{GENERATED}\n# an old grid's page\n")
+    (reports / "notes.md").write_text("# mine\n")
+    write_report([results], tmp_path / "REPORT.md", cases_dir=None)
+    assert sorted(p.name for p in reports.iterdir()) == ["notes.md", "t.md"]
 
 
 def test_paired_difference_sees_a_real_gap_and_not_noise():
@@ -83,7 +108,7 @@ def test_paired_difference_sees_a_real_gap_and_not_noise():
 
 
 def test_noise_section_judges_each_solution_against_oneshot():
-    from depthprune.report import _noise_section
+    from depthprune.report.tables import noise_section as _noise_section
 
     good, bad = "1" * 150 + "0" * 50, "1" * 100 + "0" * 100
     outcomes = lambda s: {t: {"acc": s, "acc_norm": s} for t in ("hellaswag", "winogrande", "arc_easy",  # noqa: E731
@@ -114,9 +139,10 @@ def test_a_real_profile_grid_gets_its_own_columns_section_and_single_layer_figur
     (results / "real" / "dense" / "smollm2-135m.json").write_text(json.dumps({
         "grid": "real", "model": "smollm2-135m", "metrics": {"nextsent_acc_norm": 0.6, "nextsent_acc": 0.5},
         "objectives": {"ppl": {"dense_calibration_loss": 3.0, "prior": [3.0 + 0.1 * k for k in range(30)]}}}))
-    text = write_report([results], tmp_path / "REPORT.md").read_text()
-    table = text[text.index("### smollm2-135m · ppl · M=3"):]
-    assert "nextsent (n)" in table.splitlines()[2] and "HS (n)" not in table.splitlines()[2]
+    text = write_report([results], tmp_path / "REPORT.md", cases_dir=None).read_text()
+    page = (tmp_path / "reports" / "real.md").read_text()
+    table = page[page.index("### smollm2-135m · ppl · M=3"):].split("\n\n")[2]  # the accuracies
+    assert "nextsent (n)" in table.splitlines()[0] and "HS (n)" not in table.splitlines()[0]
     assert "One small real model, not the paper's." in text and "SmolLM2-135M-Instruct" in text
     assert (tmp_path / "figures" / "single-layer-real-smollm2-135m.png").stat().st_size > 1000
     assert "single-layer-real-smollm2-135m.png" in text

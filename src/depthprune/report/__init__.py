@@ -1,16 +1,23 @@
-"""REPORT.md from any set of cell results: tables, correlations, overlaps, figures, claims.
+"""REPORT.md from any set of cell results: the verdict matrix first, then the evidence.
 
     depthprune report --results results/ [--results other-shard/] --out REPORT.md
 
 Results from several machines or shards merge (a cell found twice keeps the newest).
 Everything in the report is computed here from the result files; nothing is typed in.
+
+The layout is for a reader: the first screen is the claims × grids matrix and one line per
+claim on what was found; the claims' statistics, the variance shares, the protocol's departures
+and the controls' findings follow; the long per-condition tables go to one page per grid under
+``reports/`` (beside REPORT.md), linked from it. Prose is wrapped at 160 columns. The README's
+verdict block (:mod:`depthprune.report.readme`) is written from the same verdicts.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
-from collections import Counter, defaultdict
+import json
+import os
+import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,90 +26,26 @@ from tabulate import tabulate
 
 from depthprune.grid.results import iter_dense, iter_results
 from depthprune.report import analysis as A
-from depthprune.report.cells import fmt as _f, layers as _layers, pct as _pct
-from depthprune.report.claims import render_claims
+from depthprune.report import intervals as I
+from depthprune.report import readme as R
+from depthprune.report import tables as T
+from depthprune.report import verdicts as V
 from depthprune.report.calibration_curve import find_curves, render_curves
+from depthprune.report.cells import fmt as _f
+from depthprune.report.claims import judge_all, load_thresholds, render_claims
 from depthprune.report.controls import is_control, render_controls
+from depthprune.report.grids import DeclaredGrid, declared_grids
 from depthprune.report.precision import render_precision
+from depthprune.report.variance import share_rows
+from depthprune.report.wrap import wrap_markdown
 
-PPL_SHORT = {"wikitext2": "wiki2"}
-TASK_SHORT = {"hellaswag": "HS", "winogrande": "WG", "arc_easy": "ARC-e", "arc_challenge": "ARC-c",
-              "piqa": "PIQA", "boolq": "BoolQ"}
-
-
-def _profile(rows: Sequence[dict[str, Any]]):
-    from depthprune.profiles import get_profile
-
-    return get_profile(rows[0].get("profile") or "paper")
+#: the first line of every page written under reports/: how a stale one is told from a hand-written file
+GENERATED = "<!-- written by `depthprune report` with REPORT.md; do not edit by hand -->"
 
 
-def _task_label(task: str, metric: str) -> str:
-    return f"{TASK_SHORT.get(task, task)} ({'n' if metric == 'acc_norm' else 'a'})"
-
-
-def _evaluated_tasks(rows: list[dict[str, Any]], prof) -> list[str]:
-    """The tasks these results' avg_acc averaged (in the profile's order); the profile's default ones
-    where the results do not say."""
-    named = {t for r in rows for t in ((r.get("evaluation_protocol") or {}).get("zero_shot") or {})
-             .get("headline_metric", {})}
-    named |= {t for r in rows for t in prof.tasks if f"{t}_{prof.headline_metric(t)}" in (r.get("metrics") or {})}
-    return [t for t in prof.tasks if t in named] or list(prof.default_tasks or prof.tasks)
-
-
-def condition_table(rows: list[dict[str, Any]], dense: dict[str, Any] | None) -> str:
-    """One condition's solutions (and the dense model): the tasks they were evaluated on as columns."""
-    prof = _profile(rows)
-    tasks = [(t, prof.headline_metric(t)) for t in _evaluated_tasks(rows, prof)]
-    ppl = [n for n in ("wikitext2", "c4") if any(f"{n}_ppl" in r["metrics"] for r in rows)] or ["wikitext2", "c4"]
-    headers = ["searcher", "removed", "calib loss", "Δ dense", *[f"{PPL_SHORT.get(n, n)} ppl" for n in ppl],
-               "lambada ppl", "lambada acc", *[_task_label(t, m) for t, m in tasks], "avg acc", "evals",
-               "layer-fwd", "search s"]
-    body = []
-    if dense is not None and dense.get("metrics"):
-        m = dense["metrics"]
-        obj = dense.get("objectives", {}).get(rows[0]["objective"], {})
-        body.append(["dense", "–", _f(obj.get("dense_calibration_loss"), 4), "–",
-                     *[_f(m.get(f"{n}_ppl"), 2) for n in ppl], _f(m.get("lambada_ppl"), 2),
-                     _pct(m.get("lambada_acc")), *[_pct(m.get(f"{t}_{h}")) for t, h in tasks],
-                     _pct(m.get("avg_acc")), "–", "–", "–"])
-    for r in rows:
-        m = r["metrics"]
-        body.append([
-            r["search"], _layers(r["removed"]), _f(r["calibration_loss"], 4),
-            _f(r["calibration_loss"] - r["dense_calibration_loss"], 4),
-            *[_f(m.get(f"{n}_ppl"), 2) for n in ppl], _f(m.get("lambada_ppl"), 2),
-            _pct(m.get("lambada_acc")), *[_pct(m.get(f"{t}_{h}")) for t, h in tasks],
-            _pct(m.get("avg_acc")), r["cost"]["evaluations"], r["cost"]["layer_forwards"],
-            _f(r["cost"]["search_seconds"], 1),
-        ])
-    return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
-
-
-def _metrics_note(results: list[dict[str, Any]]) -> list[str]:
-    """What each profile's columns mean (the real profile's "c4" is its own held-out text)."""
-    from depthprune.profiles import get_profile
-
-    lines = []
-    for name in sorted({r.get("profile") or "paper" for r in results}):
-        prof = get_profile(name)
-        heads = ", ".join(f"{t} {prof.headline_metric(t)}"
-                          for t in _evaluated_tasks([r for r in results if (r.get("profile") or "paper") == name], prof))
-        lines.append(f"- profile `{name}` ({prof.description}): avg acc = mean of {heads}; c4 ppl on "
-                     f"{_source(prof.source('c4_validation').describe())}; wiki2 ppl on "
-                     f"{_source(prof.source('wikitext2').describe())}")
-    return lines
-
-
-def _source(d: dict[str, Any]) -> str:
-    """A text source in a few words: dataset (config), split, file names (no machine paths)."""
-    files = [Path(f).name if d.get("path") == "json" else f for f in (d.get("data_files") or {}).values()]
-    where = "/".join(Path(f).parent.name for f in (d.get("data_files") or {}).values()) if d.get("path") == "json" else ""
-    name = f"local `{where}/{files[0]}`" if where and files else f"`{d.get('path')}`"
-    if d.get("name"):
-        name += f" ({d['name']})"
-    if files and d.get("path") != "json":
-        name += f" `{files[0]}`"
-    return f"{name}, split {d.get('split')}"
+def _link(target: Path, base: Path) -> str:
+    """``target`` relative to the directory ``base``, as a markdown link target."""
+    return Path(os.path.relpath(target.resolve(), base.resolve())).as_posix()
 
 
 def _env_summary(results: list[dict[str, Any]]) -> list[str]:
@@ -119,63 +62,8 @@ def _env_summary(results: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _spearman_section(conds) -> list[str]:
-    rows = []
-    for (grid, model, objective, budget), rs in conds.items():
-        c = A.alignment(rs)
-        if c is None:
-            continue
-        rows.append([grid, model, objective, budget, _f(c.rho, 2), _f(c.p_value, 3),
-                     f"[{_f(c.ci_low, 2)}, {_f(c.ci_high, 2)}]", c.n, c.distinct, c.note])
-    if not rows:
-        return ["No condition has three or more solutions with accuracies."]
-    return [
-        "ρ = Spearman(−calibration loss, average zero-shot accuracy) across the searchers' solutions of a "
-        "condition; positive = the better-calibrated solution is also the more accurate one. p-value from "
-        f"scipy's spearmanr; 95% interval from a paired percentile bootstrap (1000 resamples, seed 0). "
-        f"With fewer than {A.MIN_DISTINCT_FOR_SPEARMAN} distinct solutions the number means little, and the "
-        "note says so. The interval is \"–\" where resampling is degenerate: a resample whose losses or "
-        "accuracies are all equal has no ρ, and scipy then reports no interval (usual with few distinct solutions).",
-        "",
-        tabulate(rows, headers=["grid", "model", "objective", "M", "ρ", "p", "95% CI", "n", "distinct", "note"],
-                 tablefmt="github", disable_numparse=True),
-    ]
-
-
-def _overlap_section(conds) -> list[str]:
-    lines = ["Mean pairwise Jaccard overlap of removed sets across searchers (within an objective), and "
-             "Jaccard between each pair of objectives' sets for the same searcher.", ""]
-    within = []
-    for (grid, model, objective, budget), rs in conds.items():
-        within.append([grid, model, objective, budget, len(rs),
-                       _f(A.mean_pairwise_jaccard([r["removed"] for r in rs]), 2),
-                       _f(sum(A.contiguity(r["removed"]) for r in rs) / len(rs), 2),
-                       _f(sum(A.relative_depth(r["removed"], r["n_layers"]) for r in rs) / len(rs), 2)])
-    lines.append(tabulate(within, headers=["grid", "model", "objective", "M", "searchers", "mean Jaccard",
-                                           "contiguity", "mean depth"], tablefmt="github", disable_numparse=True))
-    pairs: dict[tuple[str, str, int], dict[str, dict[str, list[int]]]] = defaultdict(lambda: defaultdict(dict))
-    for (grid, model, objective, budget), rs in conds.items():
-        for r in rs:
-            pairs[(grid, model, budget)][r["search"]][objective] = r["removed"]
-    across = []
-    for (grid, model, budget), by_search in sorted(pairs.items()):
-        for search, objs in sorted(by_search.items(), key=lambda kv: A.searcher_rank(kv[0])):
-            for a, b in itertools.combinations(sorted(objs), 2):  # every pair of objectives present
-                across.append([grid, model, budget, search, f"{a} / {b}", _layers(objs[a]), _layers(objs[b]),
-                               _f(A.jaccard(objs[a], objs[b]), 2)])
-    if across:
-        lines += ["", tabulate(across, headers=["grid", "model", "M", "searcher", "objectives", "first removes",
-                                                "second removes", "Jaccard"], tablefmt="github",
-                               disable_numparse=True)]
-    lines += ["", "contiguity = share of removed layers with a removed neighbour; mean depth = mean position of "
-                  "removed layers (0 = first block, 1 = last)."]
-    return lines
-
-
 def _model_card(model: str) -> dict[str, Any]:
     """The shipped model card of a registry model (tiny family, real models), or {} (paper models)."""
-    import json
-
     from depthprune.models import MODELS, REAL_ASSETS
 
     spec = MODELS.get(model)
@@ -207,24 +95,27 @@ def _real_section(results: list[dict[str, Any]], dense: dict[tuple[str, str], di
                   "these cells only.", ""]
         lines += [f"- {text}" for text in card.get("implications", [])]
         measured = card.get("measured", {}).get("tasks", {}).get("tasks", {})
-        d = dense.get((grid, model), {}).get("metrics", {})
+        record = dense.get((grid, model), {})
+        d = record.get("metrics", {})
         table = []
         for lm_name, m in sorted(measured.items()):
             short = lm_name.removeprefix("real_")
             for metric in ("acc", "acc_norm"):
                 if metric in m:
-                    table.append([short, metric, _f(m[metric], 3), m.get("n", "?"), _f(d.get(f"{short}_{metric}"), 3),
-                                  m.get("chance", "?")])
+                    n = m.get("n")
+                    on_card = I.wilson(m[metric], n).points() if isinstance(n, int) and n > 0 else _f(m[metric], 3)
+                    sliced = T.accuracy_cell(record, [short], lambda _t, k=metric: k, d.get(f"{short}_{metric}"))
+                    table.append([short, metric, on_card, n if n is not None else "?", sliced, m.get("chance", "?")])
         if table:
-            lines += ["", "Dense model against chance (full task sets from the model card; the grid evaluates a "
-                      "slice, its dense figures beside them):", "",
+            lines += ["", "Dense model against chance, accuracies in % with 95% intervals (full task sets from the "
+                      "model card, Wilson; the grid evaluates a slice, its dense figures beside them, cluster "
+                      "bootstrap):", "",
                       tabulate(table, headers=["task", "metric", "dense (card)", "items", "dense (grid slice)",
                                                "chance"], tablefmt="github", disable_numparse=True)]
         for path in figures:
             if path.name == f"single-layer-{grid}-{model}.png":
-                rel = path.relative_to(out.parent) if path.is_relative_to(out.parent) else path
                 lines += ["", "Single-block removal profile (Δ calibration loss when one block alone is removed; "
-                          "the prior every searcher shares):", "", f"![{path.stem}]({rel})"]
+                          "the prior every searcher shares):", "", f"![{path.stem}]({_link(path, out.parent)})"]
         lines.append("")
     return lines
 
@@ -259,12 +150,13 @@ def _protocol_section(results: list[dict[str, Any]]) -> list[str]:
                     dense = {"margin_label": real["label"], "margin_cloze": real["cloze"]}
                 if "margin_label" in dense and "margin_cloze" in dense:
                     figures.append(f"{model} label {dense['margin_label']['mean_margin']:+.3f} "
-                                   f"(acc {dense['margin_label']['accuracy']:.3f}) vs cloze "
+                                   f"(acc {_card_accuracy(dense['margin_label'])}) vs cloze "
                                    f"{dense['margin_cloze']['mean_margin']:+.3f} "
-                                   f"(acc {dense['margin_cloze']['accuracy']:.3f})")
+                                   f"(acc {_card_accuracy(dense['margin_cloze'])})")
             lines += ["", "- The margin is scored in **cloze** form (options not shown), not the paper's label form: "
-                      "the dense models here are at chance with listed options. Dense mean margin (model cards, "
-                      "128 items): " + ("; ".join(figures) if figures else "not in the model cards") + "."]
+                      "the dense models here are at chance with listed options. Dense mean margin and accuracy "
+                      "(model cards; accuracy in % with its 95% Wilson interval on the card's items): "
+                      + ("; ".join(figures) if figures else "not in the model cards") + "."]
         if margin:
             better = [r for r in margin if r["calibration_loss"] < r["dense_calibration_loss"]]
             gains = [r["dense_calibration_loss"] - r["calibration_loss"] for r in better]
@@ -276,141 +168,218 @@ def _protocol_section(results: list[dict[str, Any]]) -> list[str]:
     return lines or ["Every grid here follows the paper's protocol."]
 
 
-def _noise_section(conds) -> list[str]:
-    """Each searcher's solution against oneshot's, judged against the evaluation's own noise."""
-    rows, judged, beyond = [], 0, 0
-    for (grid, model, objective, budget), rs in conds.items():
-        base = next((r for r in rs if r["search"] == "oneshot" and r.get("item_outcomes")), None)
-        if base is None:
-            continue
-        for r in rs:
-            if r is base or not r.get("item_outcomes"):
-                continue
-            if sorted(r["removed"]) == sorted(base["removed"]):
-                rows.append([grid, model, objective, budget, r["search"], "same set", "–", "–"])
-                continue
-            prof = _profile([r])
-            tasks = [t for t in prof.tasks if t in r["item_outcomes"] and t in base["item_outcomes"]]
-            d = A.paired_difference(r["item_outcomes"], base["item_outcomes"], tasks, prof.headline_metric)
-            if d is None:
-                continue
-            judged += 1
-            beyond += d.distinguishable
-            rows.append([grid, model, objective, budget, r["search"], f"{100 * d.delta:+.1f}",
-                         f"[{100 * d.low:+.1f}, {100 * d.high:+.1f}]", "yes" if d.distinguishable else "no"])
-    if not rows:
-        return ["Not measured: no result carries per-item outcomes (results from before schema 2's "
-                "`item_outcomes`)."]
-    return [f"Avg-acc difference (points) of each searcher's solution minus oneshot's, over the same items, "
-            f"with a 95% paired-bootstrap interval (1000 resamples, seed 0). {beyond} of {judged} different "
-            "solutions differ from oneshot's beyond the evaluation's noise; a single task's standard error "
-            "(~3 points at 200–250 items) says nothing about a difference between two models on the same items.",
-            "", tabulate(rows, headers=["grid", "model", "objective", "M", "searcher", "Δ avg acc", "95% CI",
-                                        "beyond noise"], tablefmt="github", disable_numparse=True)]
+def _card_accuracy(entry: dict[str, Any]) -> str:
+    """A model card's margin accuracy with its Wilson interval (on the card's own item count)."""
+    n = (entry.get("protocol") or {}).get("n_items") or (entry.get("objective") or {}).get("n_items")
+    return I.wilson(entry["accuracy"], n).points() if n else f"{100 * entry['accuracy']:.1f} [–]"
 
 
-def _variance_section(conds) -> list[str]:
-    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
-    for (grid, model, objective, budget), rs in conds.items():
-        groups[(grid, model, budget)].extend(rs)
-    rows = []
-    for (grid, model, budget), rs in sorted(groups.items()):
-        for metric, label, transform in (("c4_ppl", "log C4 perplexity", math.log),
-                                         ("avg_acc", "avg accuracy", lambda v: v)):
-            vs = A.variance_shares(rs, metric, transform)
-            if vs is not None:
-                rows.append([grid, model, budget, label, _f(vs.objective, 2), _f(vs.searcher, 2),
-                             _f(vs.residual, 2), vs.n])
+def _variance_section(results: list[dict[str, Any]]) -> list[str]:
+    rows = share_rows(results)
     if not rows:
-        return ["Needs both objectives and at least two common searchers in a condition."]
-    return ["Share of variance across the (objective × searcher) solutions of a model and budget explained by "
-            "the objective and by the searcher (two-way decomposition without replication; the remainder is "
-            "their interaction). Perplexity is the evaluated C4 perplexity, comparable across objectives.", "",
-            tabulate(rows, headers=["grid", "model", "M", "metric", "objective", "searcher", "interaction", "n"],
+        return ["Needs both objectives and at least three common searchers in a condition."]
+
+    def shares(s) -> list[str]:
+        return ["–"] * 4 if s is None else [_f(s.objective, 2), _f(s.searcher, 2), _f(s.interaction, 2), _f(s.gap, 2)]
+
+    body = [[r.grid, r.model if r.budget is not None else "**pooled**", r.budget if r.budget is not None else "all",
+             r.metric, *shares(r.corrected), _f(r.uncorrected.objective, 2), _f(r.uncorrected.searcher, 2), r.n]
+            for r in rows]
+    return ["Share of the variance across the (objective × searcher) solutions of a model and budget that the "
+            "objective and the searcher explain (two-way decomposition without replication; the remainder is their "
+            "interaction). **Noise-corrected**, as claim 5.2 judges: each sum of squares less its expected evaluation "
+            "noise, measured from the solutions' per-item and per-window outcomes; D = objective − searcher share. "
+            "The pooled row sums the corrected sums of squares over the grid's pairs and is the D the verdict "
+            "compares with its threshold; the uncorrected shares stand beside for comparison (noise inflates the "
+            "searcher's). A dash: the noise is as large as the variance observed, so no share is left to split. "
+            "Perplexity is the evaluated C4 perplexity (log), comparable across objectives; n = solutions (pooled: "
+            "pairs).", "",
+            tabulate(body, headers=["grid", "model", "M", "metric", "objective", "searcher", "interaction", "D",
+                                    "uncorrected objective", "uncorrected searcher", "n"],
                      tablefmt="github", disable_numparse=True)]
+
+
+def _not_run_section(missing: Sequence[DeclaredGrid]) -> list[str]:
+    """The declared main grids without results, and how to run them."""
+    lines = ["No results of these grids are among those read, so their columns in the matrix say NOT RUN:", ""]
+    for d in missing:
+        where = d.path.as_posix() if not d.path.is_absolute() else d.path.name
+        how = ("needs CUDA GPUs and the weights (below)" if d.device == "cuda" else
+               f"runs on {d.device}: `pytest bench --grid {d.name} --full-grid --results results`, then "
+               "`depthprune report --results results --out REPORT.md`")
+        lines.append(f"- `{d.name}` (`{where}`): {d.description or ', '.join(d.models)}; {how}.")
+    if any(d.device == "cuda" for d in missing):
+        lines += ["", "On a GPU node with the weights in the Hugging Face cache (or `DEPTHPRUNE_MODELS_DIR`) and the "
+                  "datasets reachable, one xdist worker per GPU:", "",
+                  "```bash",
+                  "DEPTHPRUNE_TORCH=torch tox -e full-grid            # or, in an environment with depthprune[all]:",
+                  "pytest bench --grid paper -n $(nvidia-smi -L | wc -l) --dist loadgroup --results results/",
+                  "depthprune report --results results/ --out REPORT.md",
+                  "```", "",
+                  "On a SLURM cluster, one task per model: `depthprune submit --grid paper --executor slurm "
+                  "--partition <p> --wait --report REPORT.md` (or one job per model: `pytest bench --grid paper "
+                  "--model <id> --results results-<id>/`, then `depthprune report --results results-*/`)."]
+    return lines + [""]
+
+
+def _slug(title: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
+def _findings(page_lines: list[str], link: str) -> list[str]:
+    """One line per ``###`` section of a rendered page: its finding (or what it could not measure)."""
+    out, title, said = [], None, False
+    for line in page_lines:
+        for row in line.split("\n"):
+            if row.startswith("### "):
+                if title is not None and not said:
+                    out.append(f"- [{title}]({link}#{_slug(title)}): see the page.")
+                title, said = row[4:], False
+            elif title is not None and not said and row.startswith(("**Finding", "Not measured")):
+                text = re.sub(r"^\*\*Finding[.:]\*\*\s*", "", row)
+                out.append(f"- [{title}]({link}#{_slug(title)}): {text}")
+                said = True
+    if title is not None and not said:
+        out.append(f"- [{title}]({link}#{_slug(title)}): see the page.")
+    return out
+
+
+def _page(title: str, report_link: str, body: list[str]) -> list[str]:
+    return [GENERATED, f"# {title}", "", f"Part of [REPORT.md]({report_link}), written with it from the same results.",
+            "", *body]
+
+
+def _grid_page(grid: str, results: list[dict[str, Any]], dense, report_link: str) -> list[str]:
+    conds = A.by_condition([r for r in results if r["grid"] == grid])
+    return _page(f"Grid `{grid}`: the per-condition tables", report_link, [
+        "## Results per model, objective and budget", "", *T.results_section(results, conds, dense),
+        "## Calibration loss vs accuracy (Spearman)", "", *T.spearman_section(conds), "",
+        "## Overlap of removed sets", "", *T.overlap_section(conds), "",
+        "## Accuracy differences against evaluation noise", "", *T.noise_section(conds), ""])
+
+
+def _write(path: Path, lines: list[str]) -> None:
+    path.write_text("\n".join(wrap_markdown(lines)))
+
+
+def reported(results_dirs: Iterable[str | Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(every result the report reads, the main grids' results the verdicts judge): CI slices are
+    never reported (cheaper repeats), controls only in their own sections."""
+    every = [r for r in iter_results([Path(d) for d in results_dirs]) if r.get("grid_kind") != "slice"]
+    return every, [r for r in every if not is_control(r)]
+
+
+def readme_block(results_dirs: Iterable[str | Path], readme: str | Path, report: str | Path,
+                 cases_dir: str | Path | None = "cases") -> list[str]:
+    """The README verdict block ``write_report`` writes for these results (what a test compares)."""
+    _, results = reported(results_dirs)
+    grids = {r["grid"] for r in results}
+    not_run = [d.name for d in declared_grids(cases_dir) if d.name not in grids]
+    return R.block(judge_all(results, load_thresholds()), not_run, readme, report)
 
 
 def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.md",
                  figures_dir: str | Path | None = None, command: str = "depthprune report",
-                 reference_dir: str | Path = "reference") -> Path:
+                 reference_dir: str | Path = "reference", cases_dir: str | Path | None = "cases",
+                 reports_dir: str | Path | None = None, readme: str | Path | None = None) -> Path:
+    """Write REPORT.md (``out``), its pages under ``reports_dir`` (default ``reports/`` beside it) and its
+    figures; with ``readme``, rewrite that README's verdict block too (it must have the markers).
+    ``cases_dir``: where the declared grids are read, for the matrix's NOT RUN columns."""
     dirs = [Path(d) for d in results_dirs]
-    every = [r for r in iter_results(dirs) if r.get("grid_kind") != "slice"]  # slices: cheaper repeats, for CI only
-    results = [r for r in every if not is_control(r)]  # controls are reported in their own sections
+    every, results = reported(dirs)
     dense = {(d["grid"], d["model"]): d for d in iter_dense(dirs)}
     out = Path(out)
+    if readme is not None and not R.has_block(readme):
+        raise ValueError(f"{readme}: no verdict block to rewrite (a line starting '<!-- verdicts:start' and one "
+                         f"'{R.END}')")
     figures = Path(figures_dir) if figures_dir is not None else out.parent / "figures"
     figures.mkdir(parents=True, exist_ok=True)
+    reports = Path(reports_dir) if reports_dir is not None else out.parent / "reports"
     conds = A.by_condition(results)
     grids = sorted({r["grid"] for r in results})
-    lines = [
-        "# depthprune report",
-        "",
-        "Generated by the reporter from the cell result files; do not edit by hand. Regenerate with:",
-        "",
-        "```bash",
-        command,
-        "```",
-        "",
-        f"{len(every)} cell results from {', '.join(f'`{d}`' for d in dirs)}; grids: "
-        f"{', '.join(grids) or 'none'}" + (f"; controls: {', '.join(sorted({r['grid'] for r in every if is_control(r)}))}"
-                                          if len(every) > len(results) else "") + ".",
-        "",
-    ]
-    lines += ["## The paper's claims (its own text, v2), per grid", "", *render_claims(results), ""]
-    if "paper" not in grids:
-        lines += [
-            "## Paper grid (llama3-8b, llama3.1-8b, qwen3-8b)",
-            "",
-            "**Not run here**: this machine has no GPU and no access to the weights. The verdicts above are "
-            f"measured on the {' and '.join(grids) or 'no'} grid{'s' if len(grids) > 1 else ''} only. To run the paper grid on a GPU runner with the weights in the "
-            "Hugging Face cache (or `DEPTHPRUNE_MODELS_DIR`) and the datasets reachable:",
-            "",
-            "```bash",
-            "DEPTHPRUNE_TORCH=torch tox -e full-grid            # or, in an environment with depthprune[all]:",
-            "pytest bench --grid paper -n $(nvidia-smi -L | wc -l) --dist loadgroup --results results/",
-            "depthprune report --results results/ --out REPORT.md",
-            "```",
-            "",
-            "On a SLURM cluster, one task per model: `depthprune submit --grid paper --executor slurm "
-            "--partition <p> --wait --report REPORT.md` (or one job per model: `pytest bench --grid paper "
-            "--model <id> --results results-<id>/`, then `depthprune report --results results-*/`).",
-            "",
-        ]
+    controls_grids = sorted({r["grid"] for r in every if is_control(r)})
+    thresholds = load_thresholds()
+    verdicts = judge_all(results, thresholds)
+    missing = [d for d in declared_grids(cases_dir) if d.name not in grids]
+    not_run = [d.name for d in missing]
     figure_paths = figures_for(conds, figures, grids, dense)
-    real = _real_section(results, dense, figure_paths, out)
-    if real:
-        lines += ["## A real pretrained model on CPU", "", *real]
+    to_report = _link(out, reports)
+
+    pages: dict[str, list[str]] = {f"{g}.md": _grid_page(g, results, dense, to_report) for g in grids}
+    controls = render_controls(every)
+    if controls:
+        pages[f"{'-'.join(controls_grids)}.md"] = _page("Controls: what the paper could not vary", to_report, controls)
+    precision = render_precision(every, reference_dir)
+    if precision:
+        pages["precision.md"] = _page("Precision control: bf16 against float32", to_report, precision)
+    page_link = {name: _link(reports / name, out.parent) for name in pages}
+
+    lines = [
+        "# depthprune report", "",
+        f"Generated by `{command}` from {len(every)} cell results in {', '.join(f'`{d}`' for d in dirs)}; "
+        "do not edit by hand.", "",
+        "## Verdicts: the paper's claims × grids", "",
+        *V.matrix(verdicts, not_run), "",
+        "What was found, claim by claim:", "",
+        *V.findings(verdicts), "",
+        "The evidence, grid by grid (the long per-condition tables):", "",
+    ]
+    for g in grids:
+        rows = [r for r in results if r["grid"] == g]
+        models = ", ".join(sorted({r["model"] for r in rows}))
+        lines.append(f"- [{page_link[f'{g}.md']}]({page_link[f'{g}.md']}): grid `{g}`, {len(rows)} cells ({models}): "
+                     "each condition's sets, losses, perplexities, costs and accuracies with 95% intervals; Spearman "
+                     "per condition; overlaps of removed sets; each searcher against oneshot on the same items.")
+    for name in pages:
+        if name.removesuffix(".md") not in grids:
+            lines.append(f"- [{page_link[name]}]({page_link[name]}): {pages[name][1][2:]}, in full.")
+    lines.append("")
+    if missing:
+        lines += ["## Grids not run yet", "", *_not_run_section(missing)]
+    lines += ["## The claims in detail", "", *render_claims(results, thresholds, verdicts), ""]
+    lines += ["## Objective vs searcher: shares of variance", "", *_variance_section(results), ""]
+    tally = {g: T.noise_tally(A.by_condition([r for r in results if r["grid"] == g])) for g in grids}
+    lines += ["## Accuracy differences against evaluation noise", "",
+              *(f"- `{g}`: {T.noise_summary(t)}; every pair in [{page_link[f'{g}.md']}]({page_link[f'{g}.md']})."
+                if t.rows else f"- `{g}`: {T.NOT_MEASURED_NOISE}" for g, t in tally.items()), ""]
     curves = render_curves(find_curves(dirs))
     if curves:
         lines += ["## Calibration-size curve", "", *curves]
+    real = _real_section(results, dense, figure_paths, out)
+    if real:
+        lines += ["## A real pretrained model on CPU", "", *real]
     lines += ["## Where a grid departs from the paper's protocol", "", *_protocol_section(results), ""]
-    lines += ["## Results per model, objective and budget", "",
-              "Accuracies in %, headline metric per task (n = acc_norm, a = acc); avg acc = mean of the "
-              "profile's headline tasks (below). Costs are counted as if the searcher ran alone (result schema "
-              "2): evaluations of distinct sets and layer-forwards (one block over the whole calibration set = "
-              "1), the dense pass and the single-layer prior included for every searcher that uses the prior; "
-              "search seconds likewise (sets another search of the condition had scored are charged their "
-              "measured time).", "", *_metrics_note(results), ""]
-    for (grid, model, objective, budget), rows in conds.items():
-        n_layers = rows[0]["n_layers"]
-        lines += [f"### {model} · {objective} · M={budget} ({grid} grid, {n_layers} layers)", "",
-                  condition_table(rows, dense.get((grid, model))), ""]
-    controls = render_controls(every)
     if controls:
-        lines += ["## Controls: what the paper could not vary", "", *controls]
-    precision = render_precision(every, reference_dir)
+        name = f"{'-'.join(controls_grids)}.md"
+        lines += ["## Controls: what the paper could not vary", "",
+                  f"Controls grid{'s' if len(controls_grids) > 1 else ''} {', '.join(f'`{g}`' for g in controls_grids)}: "
+                  f"each control's finding; its tables in [{page_link[name]}]({page_link[name]}).", "",
+                  *_findings(controls, page_link[name]), ""]
     if precision:
-        lines += ["## Precision control: bf16 against float32", "", *precision]
-    lines += ["## Calibration loss vs accuracy (Spearman)", "", *_spearman_section(conds), ""]
-    lines += ["## Overlap of removed sets", "", *_overlap_section(conds), ""]
-    lines += ["## Objective vs searcher: shares of variance", "", *_variance_section(conds), ""]
-    lines += ["## Accuracy differences against evaluation noise", "", *_noise_section(conds), ""]
-    lines += ["## Figures", ""]
-    for path in figure_paths:
-        lines.append(f"![{path.stem}]({path.relative_to(out.parent) if path.is_relative_to(out.parent) else path})")
-    lines += ["", "## Environment", "", "Cells by the environment that produced them:", "",
-              *_env_summary(results), ""]
-    out.write_text("\n".join(lines))
+        found = [re.sub(r"^\*\*Finding[.:]\*\*\s*", "", row) for line in precision for row in line.split("\n")
+                 if row.startswith("**Finding")]
+        lines += ["## Precision control: bf16 against float32", "",
+                  f"{' '.join(found) or 'See the page.'} Each grid's figures and every cell whose set moved: "
+                  f"[{page_link['precision.md']}]({page_link['precision.md']}).", ""]
+    lines += ["## Figures", "",
+              "Cost vs quality: each searcher's avg accuracy with its 95% interval (error bars; cluster bootstrap of "
+              f"its items, {I.N_RESAMPLES} resamples, seed {I.SEED}) against its cost relative to oneshot's. Removal "
+              "heatmaps and single-block profiles carry no error bars: a removed set is exact, and a calibration "
+              "loss is exact on its own calibration set (its sampling is what the calibration-seed control varies).",
+              ""]
+    lines += [f"![{path.stem}]({_link(path, out.parent)})" for path in figure_paths]
+    lines += ["", "## Environment", "", "Cells by the environment that produced them:", "", *_env_summary(results), ""]
+
+    _write(out, lines)
+    reports.mkdir(parents=True, exist_ok=True)
+    for stale in reports.glob("*.md"):
+        if stale.name not in pages and stale.read_text(encoding="utf-8").startswith(GENERATED):
+            stale.unlink()
+    for name, page in pages.items():
+        _write(reports / name, page)
+    if readme is not None:
+        R.rewrite(readme, R.block(verdicts, not_run, readme, out))
     return out
 
 

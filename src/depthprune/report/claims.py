@@ -83,6 +83,17 @@ class Claim:
     parameters: tuple[str, ...] = ()  # every parameter of this claim in claims.toml
 
 
+@dataclass(frozen=True)
+class Measure:
+    """One number a verdict states, with its interval and minimum detectable effect where it has them."""
+
+    name: str
+    value: float | None
+    low: float | None = None  # the interval's bounds (confidence as the claim's thresholds say)
+    high: float | None = None
+    mde: float | None = None  # the smallest departure from the threshold detected at the stated power
+
+
 @dataclass
 class Verdict:
     """A claim judged on one grid."""
@@ -96,6 +107,20 @@ class Verdict:
     n_distinct: int  # distinct solutions (pruned models, or evaluated sets for 3.3) it rests on
     reason: str  # one line: why this outcome
     details: list[dict[str, Any]] = field(default_factory=list)  # per condition, for the curious
+
+    @property
+    def measures(self) -> list[Measure]:
+        """The statistic as measures: ``<name>_low``, ``_high`` and ``_mde`` keys join ``<name>``'s,
+        so a report shows value, interval and MDE in columns of their own."""
+        parts = ("low", "high", "mde")
+        out: dict[str, dict[str, Any]] = {}
+        for key, value in self.statistic.items():
+            base, _, part = key.rpartition("_")
+            if part in parts and base in self.statistic:
+                out.setdefault(base, {})[part] = value
+            else:
+                out.setdefault(key, {})["value"] = value
+        return [Measure(name, d.get("value"), d.get("low"), d.get("high"), d.get("mde")) for name, d in out.items()]
 
 
 # -- the claims ------------------------------------------------------------------------------------
@@ -969,31 +994,128 @@ def _cell(value: Any) -> str:
     return str(value).replace("|", "\\|")
 
 
-def render_claims(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any] | None = None) -> list[str]:
-    """Markdown: per grid, a table of verdicts and a sensitivity table over [sweep]."""
+#: how each claim's measure decides it, for the reader: (claim, measure) -> (threshold parameter, the
+#: test that HELD needs; "CI" = the measure's interval, as the judge decides). The judges above are
+#: the definition; tests check every claim's threshold appears here.
+RULES: dict[tuple[str, str], tuple[str, str]] = {
+    ("5.1a", "gap"): ("min_gap", "≥ {}"),
+    ("5.1b-contiguity", "gap"): ("min_gap", "≥ {}"),
+    ("5.1b-depth", "depth"): ("min_depth", "≥ {}"),
+    ("5.2", "D_c4_ppl"): ("ppl_min_gap", "CI low ≥ {}"),
+    ("5.2", "D_avg_acc"): ("acc_max_gap", "CI within ±{}"),
+    ("5.3", "rho_ppl"): ("ppl_max_rho", "CI high ≤ {}"),
+    ("5.3", "rho_margin"): ("margin_min_rho", "CI low ≥ {}"),
+    ("search-gain", "ratio"): ("max_ratio", "CI high ≤ {}"),
+    ("search-cost", "ratio"): ("min_ratio", "≥ {}"),
+    ("search-convergence", "jaccard"): ("min_jaccard", "≥ {}"),
+    ("3.3", "rel_error"): ("min_rel_error", "≥ {}"),
+}
+
+
+def quote_numbers() -> dict[str, int]:
+    """Claim id -> the number of its quote (claims that test one sentence share it), in CLAIMS order."""
+    numbers: dict[str, int] = {}
+    out = {}
+    for c in CLAIMS.values():
+        out[c.id] = numbers.setdefault(c.quote, len(numbers) + 1)
+    return out
+
+
+def render_quotes() -> list[str]:
+    """The quotes as a numbered list, each with where it stands and the claims that test it."""
+    numbers = quote_numbers()
+    lines = []
+    for number in sorted(set(numbers.values())):
+        ids = [cid for cid, n in numbers.items() if n == number]
+        c = CLAIMS[ids[0]]
+        lines.append(f"{number}. “{c.quote}” ({c.source}; claim{'s' if len(ids) > 1 else ''} {', '.join(ids)})")
+    return lines
+
+
+def _interval_text(m: Measure) -> str:
+    return "–" if m.low is None and m.high is None else f"[{_fmt(m.low)}, {_fmt(m.high)}]"
+
+
+def _rule_text(v: Verdict, m: Measure) -> str:
+    rule = RULES.get((v.claim.id, m.name))
+    if rule is None:
+        return "reported"
+    param, template = rule
+    return f"{template.format(_fmt(v.threshold.get(param)))} ({param})"
+
+
+def _grid_tables(grid: str, verdicts: Sequence[Verdict]) -> list[str]:
+    """A grid's verdicts: one row per claim, then one row per measure, then each verdict's reason."""
+    numbers = quote_numbers()
+    vs = [v for v in verdicts if v.grid == grid]
+    head = [[_cell(x) for x in (v.claim.id, v.claim.section, f"[{numbers[v.claim.id]}]", f"**{v.outcome}**",
+                                v.n_conditions, v.n_distinct)] for v in vs]
+    measures = []
+    for v in vs:
+        for k, m in enumerate(v.measures):
+            measures.append([_cell(x) for x in (v.claim.id if k == 0 else "", m.name, _fmt(m.value), _interval_text(m),
+                                                _fmt(m.mde), _rule_text(v, m))])
+    return [
+        _table(head, ["claim", "section", "quote", "outcome", "n cond", "n distinct"]), "",
+        _table(measures, ["claim", "statistic", "value", "CI", "MDE", "held if"]), "",
+        "Why, claim by claim (the verdict's own words, and the parameters it was judged with):", "",
+        *(f"- **{v.claim.id}**: {v.reason}. Parameters: {_fmt_dict(v.threshold)}." for v in vs),
+    ]
+
+
+def _table(rows: list[list[Any]], headers: list[str]) -> str:
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def _sensitivity_matrix(sweeps: list[dict[str, Any]], grids: list[str], t: Mapping[str, Any]) -> str:
+    """Rows: (claim, parameter, value) as swept; columns: grids; cells: the outcome at that value."""
+    keys: list[tuple[str, str, Any]] = []
+    outcome: dict[tuple[str, str, Any, str], str] = {}
+    for r in sweeps:
+        key = (r["claim"], r["param"], r["value"])
+        if key not in keys:
+            keys.append(key)
+        outcome[(*key, r["grid"])] = r["outcome"]
+    body, last = [], None
+    for claim_id, param, value in keys:
+        judged = t.get(claim_id, {}).get(param) == value
+        body.append([claim_id if claim_id != last else "", param if claim_id != last else "",
+                     f"{_fmt(value)}{' (judged)' if judged else ''}",
+                     *(outcome.get((claim_id, param, value, g), "–") for g in grids)])
+        last = claim_id
+    return _table(body, ["claim", "parameter", "value", *(f"`{g}`" for g in grids)])
+
+
+def render_claims(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any] | None = None,
+                  verdicts: Sequence[Verdict] | None = None) -> list[str]:
+    """Markdown: the numbered quotes; per grid, the verdicts, their measures (value, interval, MDE,
+    the test that decides) and reasons; then one sensitivity matrix (threshold value × grid)."""
     results = list(results)
     t = thresholds if thresholds is not None else load_thresholds()
-    verdicts = judge_all(results, t)
-    sweeps = [row for claim_id, s in t.get("sweep", {}).items()
-              for row in sensitivity(results, claim_id, s["param"], s["values"], t)]
+    verdicts = list(verdicts) if verdicts is not None else judge_all(results, t)
+    confidence = {t[c].get("confidence") for c in CLAIMS if "confidence" in t[c]}
+    power = {t[c].get("power") for c in CLAIMS if "power" in t[c]}
     lines = ["Each claim is quoted from the paper's own text (v2) and judged on each grid separately, against "
-             "thresholds fixed in `src/depthprune/report/claims.toml` before this report was generated. "
-             "n cond = conditions (or model-budget pairs) measured; n distinct = distinct pruned models "
-             "(evaluated sets for 3.3) the verdict rests on.", ""]
+             "thresholds fixed in `src/depthprune/report/claims.toml` before this report was generated "
+             "(`docs/claims.md` explains each). n cond = conditions (or model-budget pairs) measured; n distinct = "
+             "distinct pruned models (evaluated sets for 3.3) the verdict rests on. CI = the statistic's "
+             f"{' / '.join(f'{100 * c:g}%' for c in sorted(confidence))} interval over the evaluation's noise and MDE "
+             f"its minimum detectable effect at {' / '.join(f'{100 * p:g}%' for p in sorted(power))} power, where "
+             "the claim has them.", "", "The quotes:", "", *render_quotes(), ""]
     if not verdicts:
         return lines + ["No results."]
-    for grid in sorted({v.grid for v in verdicts}):
-        body = [[_cell(x) for x in (v.claim.id, v.claim.section, f"“{v.claim.quote}”", _fmt_dict(v.statistic),
-                                    _fmt_dict(v.threshold), v.n_conditions, v.n_distinct, f"**{v.outcome}**",
-                                    v.reason)] for v in verdicts if v.grid == grid]
-        lines += [f"### Claims on grid `{grid}`", "",
-                  tabulate(body, headers=["claim", "section", "quote", "statistic", "threshold", "n cond",
-                                          "n distinct", "outcome", "reason"], tablefmt="github",
-                           disable_numparse=True), ""]
-        sweep = [[_cell(x) for x in (r["claim"], r["param"], _fmt(r["value"]), _fmt_dict(r["statistic"]),
-                                     r["outcome"])] for r in sweeps if r["grid"] == grid]
-        if sweep:
-            lines += [f"Sensitivity on grid `{grid}`: the verdict as one threshold moves (others as fixed).", "",
-                      tabulate(sweep, headers=["claim", "parameter", "value", "statistic", "outcome"],
-                               tablefmt="github", disable_numparse=True), ""]
+    grids = sorted({v.grid for v in verdicts})
+    sweeps = [row for claim_id, s in t.get("sweep", {}).items()
+              for row in sensitivity(results, claim_id, s["param"], s["values"], t)]
+    for grid in grids:
+        moving = [c for c in CLAIMS if len({r["outcome"] for r in sweeps if r["grid"] == grid and r["claim"] == c}) > 1]
+        lines += [f"### Claims on grid `{grid}`", "", *_grid_tables(grid, verdicts), "",
+                  f"Sensitivity on grid `{grid}`: within the swept thresholds "
+                  + (f"the verdicts of {', '.join(moving)} move; the others keep their outcome."
+                     if moving else "no verdict moves.") + " The matrix below.", ""]
+    if sweeps:
+        lines += ["### Sensitivity: threshold value × grid → outcome", "",
+                  "Each claim's verdict as one threshold moves over the range `[sweep]` in claims.toml names, the "
+                  "others as fixed; (judged) marks the value the verdicts above use.", "",
+                  _sensitivity_matrix(sweeps, grids, t), ""]
     return lines

@@ -1,4 +1,4 @@
-"""Figures for REPORT.md (matplotlib, PNG): removal heatmaps and cost vs quality.
+"""Figures for REPORT.md (matplotlib, PNG): removal heatmaps, cost vs quality, single-layer profiles.
 
 File names are stable and content-determined (no timestamps in metadata), so a
 regenerated figure only differs when the results do.
@@ -55,11 +55,22 @@ def removal_heatmaps(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path
     return written
 
 
-def cost_quality(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path, grid: str) -> Path | None:
+def _avg_acc_interval(r: dict[str, Any], seed: int) -> tuple[float, float] | None:
+    """avg_acc's 95% interval in points (the report's cluster bootstrap), or None without outcomes."""
+    from depthprune.report.intervals import accuracy
+
+    heads = ((r.get("evaluation_protocol") or {}).get("zero_shot") or {}).get("headline_metric") or {}
+    iv = accuracy(r, list(heads), heads.get, r["metrics"].get("avg_acc"), seed=seed) if heads else None
+    return None if iv is None else (100 * iv.low, 100 * iv.high)
+
+
+def cost_quality(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path, grid: str, seed: int = 0) -> Path | None:
     """Accuracy vs cost as if alone (layer-forwards and seconds, each relative to oneshot's in the
     same condition): one column per budget, rows = the two cost measures; colour = searcher,
-    marker = model, filled = ppl objective, hollow = others — never one mixed cloud."""
-    points: list[tuple[str, str, int, str, float, float, float]] = []
+    marker = model, filled = ppl objective, hollow = others — never one mixed cloud. Each accuracy
+    has its 95% interval as an error bar (cluster bootstrap of the result's items, ``seed``):
+    searchers' accuracies a few points apart are often within one another's noise."""
+    points: list[tuple[str, str, int, str, float, float, float, tuple[float, float] | None]] = []
     for (g, model, objective, budget), rows in conds.items():
         if g != grid:
             continue
@@ -72,7 +83,7 @@ def cost_quality(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path, gr
                 continue
             lf = r["cost"]["layer_forwards"] / max(base["cost"]["layer_forwards"], 1)
             sec = r["cost"]["seconds"] / max(base["cost"]["seconds"], 1e-9)
-            points.append((model, objective, budget, r["search"], lf, sec, 100 * acc))
+            points.append((model, objective, budget, r["search"], lf, sec, 100 * acc, _avg_acc_interval(r, seed)))
     if not points:
         return None
     budgets = sorted({p[2] for p in points})
@@ -82,21 +93,23 @@ def cost_quality(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path, gr
     markers = {m: "osD^vP*X"[i % 8] for i, m in enumerate(models)}
     fig, axes = plt.subplots(2, len(budgets), figsize=(4.6 * len(budgets), 6.4), squeeze=False)
     for col, budget in enumerate(budgets):
-        for row, (index, label) in enumerate(((4, "layer-forwards / oneshot's"), (5, "seconds / oneshot's"))):
+        for row, (index, label) in enumerate(((0, "layer-forwards / oneshot's"), (1, "seconds / oneshot's"))):
             ax = axes[row][col]
-            for model, objective, b, search, *values in points:
+            for model, objective, b, search, lf, sec, y, ci in points:
                 if b != budget:
                     continue
-                x, y = values[index - 4], values[2]
-                filled = objective == "ppl"
-                ax.scatter(x, y, s=26, marker=markers[model], color=colours[search] if filled else "none",
-                           edgecolors=colours[search], linewidths=1.1)
+                x = (lf, sec)[index]
+                yerr = None if ci is None else [[y - ci[0]], [ci[1] - y]]
+                ax.errorbar([x], [y], yerr=yerr, fmt=markers[model], markersize=5,
+                            markerfacecolor=colours[search] if objective == "ppl" else "none",
+                            markeredgecolor=colours[search], ecolor=colours[search], elinewidth=0.7, capsize=2,
+                            alpha=0.85, linestyle="none")
             ax.set_xscale("log")
             ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: f"{v:g}×"))
             ax.xaxis.set_minor_formatter(ticker.NullFormatter())
             ax.axvline(1.0, color="lightgrey", linewidth=0.8, zorder=0)
             ax.set_xlabel(f"{label} (log; as if alone)", fontsize=8)
-            ax.set_ylabel("avg zero-shot accuracy (%)", fontsize=8)
+            ax.set_ylabel("avg zero-shot accuracy (%), 95% CI", fontsize=8)
             ax.set_title(f"M={budget}", fontsize=9)
     handles = [plt.Line2D([], [], color=colours[s], marker="o", linestyle="", label=s) for s in searchers]
     handles += [plt.Line2D([], [], color="grey", marker=markers[m], linestyle="", label=m) for m in models]
@@ -104,8 +117,8 @@ def cost_quality(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path, gr
                 plt.Line2D([], [], color="grey", marker="o", markerfacecolor="none", linestyle="",
                            label="other objective (hollow)")]
     axes[0][-1].legend(handles=handles, fontsize=6, loc="best")
-    fig.suptitle(f"cost vs quality per searcher ({grid} grid); cost counted as if each searcher ran alone",
-                 fontsize=10)
+    fig.suptitle(f"cost vs quality per searcher ({grid} grid); cost counted as if each searcher ran alone; "
+                 "bars: 95% intervals", fontsize=10)
     fig.tight_layout()
     path = out_dir / f"cost-quality-{grid}.png"
     fig.savefig(path, dpi=110, metadata=_PNG_META)

@@ -1,0 +1,94 @@
+"""The verdict matrix: the paper's claims × grids, the first thing REPORT.md and README.md show.
+
+A reader's first question is which claims held where; the statistics, quotes and sensitivity
+follow in REPORT.md. Every grid with results is a column, and so is every main grid the case
+files declare that has none (NOT RUN), so that a matrix measured on small models cannot pass
+for the paper's grid. A cell says the outcome, what it rests on (n: conditions · distinct
+pruned models) and, where the claim's statistic has a noise interval, its minimum detectable
+effect: a NOT MEASURED with an MDE says how large an effect the evaluation could have seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tabulate import tabulate
+
+from depthprune.report.claims import CLAIMS, Verdict
+
+NOT_RUN = "NOT RUN"
+
+#: each claim in a few plain words (the quotes are in REPORT.md's details)
+GISTS: dict[str, str] = {
+    "5.1a": "the objective, not the searcher, picks layers",
+    "5.1b-contiguity": "ppl removes runs, margin scattered layers",
+    "5.1b-depth": "ppl removes mid-to-late layers",
+    "5.2": "searchers ≪ objective on ppl, ≈ on accuracy",
+    "5.3": "rank ρ weak under ppl, positive under margin",
+    "search-gain": "search gains little over one-shot",
+    "search-cost": "expensive searchers cost many × one-shot",
+    "search-convergence": "searchers converge to similar sets",
+    "3.3": "multi-layer removal is not additive",
+}
+WIDTH = 160  # the matrix drops its gist column rather than grow wider than this
+
+
+def columns(verdicts: Sequence[Verdict], not_run: Sequence[str]) -> list[str]:
+    """Grids with verdicts (sorted), then the declared grids without results."""
+    have = sorted({v.grid for v in verdicts})
+    return have + [g for g in not_run if g not in have]
+
+
+def _mde(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2g}"
+
+
+def mde_names(vs: Sequence[Verdict]) -> list[str]:
+    """The measures of one claim that have an MDE on some grid, in the claim's order."""
+    names: list[str] = []
+    for v in vs:
+        names += [m.name for m in v.measures if m.mde is not None and m.name not in names]
+    return names
+
+
+def cell(v: Verdict | None, names: Sequence[str]) -> str:
+    """``**HELD** (6 · 32)``, then ``; MDE a, b`` in the order of ``names`` where the claim has MDEs."""
+    if v is None:
+        return NOT_RUN
+    mde = {m.name: m.mde for m in v.measures}
+    rests = f"{v.n_conditions} · {v.n_distinct}" + (f"; MDE {', '.join(_mde(mde.get(n)) for n in names)}"
+                                                     if names else "")
+    return f"**{v.outcome}** ({rests})"
+
+
+def matrix(verdicts: Sequence[Verdict], not_run: Sequence[str]) -> list[str]:
+    """The claims × grids table and its legend."""
+    grids = columns(verdicts, not_run)
+    by = {(v.claim.id, v.grid): v for v in verdicts}
+    rows = []
+    for claim_id in CLAIMS:
+        names = mde_names([v for v in verdicts if v.claim.id == claim_id])
+        rows.append([claim_id, GISTS.get(claim_id, CLAIMS[claim_id].section), ", ".join(names) or "–",
+                     *(cell(by.get((claim_id, g)), names) for g in grids)])
+    headers = ["claim", "the paper says", "MDE of", *(f"`{g}`" for g in grids)]
+    table = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+    if max(len(line) for line in table.splitlines()) > WIDTH:
+        table = tabulate([[r[0], *r[2:]] for r in rows], headers=[headers[0], *headers[2:]], tablefmt="github",
+                         disable_numparse=True)
+    missing = [g for g in grids if not any(v.grid == g for v in verdicts)]
+    legend = ("(n = conditions · distinct pruned models the verdict rests on; MDE = the smallest effect the "
+              "evaluation detects at the claims' power, of each statistic named in *MDE of*, on its own scale")
+    legend += f"; {NOT_RUN} = declared in `cases/`, no results yet: {', '.join(f'`{g}`' for g in missing)})" \
+        if missing else ")"
+    return [table, "", legend]
+
+
+def findings(verdicts: Sequence[Verdict]) -> list[str]:
+    """One line per claim: what it says and what each grid with results found, in the verdict's words."""
+    lines = []
+    for claim_id in CLAIMS:
+        vs = [v for v in verdicts if v.claim.id == claim_id]
+        if vs:
+            found = "; ".join(f"`{v.grid}` {v.outcome}: {v.reason}" for v in vs)
+            lines.append(f"- **{claim_id}** ({GISTS.get(claim_id, CLAIMS[claim_id].section)}). {found}.")
+    return lines
