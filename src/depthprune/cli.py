@@ -328,10 +328,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not Path(d).is_dir():
             raise UsageError(f"--results {d}: not a directory")
     check_destination(args.out, "--out")
+    from depthprune.report import readme as readme_block
+
+    if args.readme is not None and not readme_block.has_block(args.readme):
+        raise UsageError(f"--readme {args.readme}: no verdict block to rewrite (a line starting "
+                         f"'<!-- verdicts:start' and one '{readme_block.END}')")
+    readme = None if args.no_readme else args.readme or readme_block.beside(args.out)
     start = time.perf_counter()
     command = "depthprune report " + " ".join(f"--results {d}" for d in args.results) + f" --out {args.out}"
-    out = write_report(args.results, args.out, args.figures, command=command, reference_dir=args.reference_dir)
-    print(f"wrote {out} in {time.perf_counter() - start:.1f} s")
+    out = write_report(args.results, args.out, args.figures, command=command, reference_dir=args.reference_dir,
+                       cases_dir=args.cases, reports_dir=args.reports, readme=readme)
+    print(f"wrote {out}{f' and the verdict block of {readme}' if readme else ''} in "
+          f"{time.perf_counter() - start:.1f} s")
     return 0
 
 
@@ -586,6 +594,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--figures", default=None, metavar="DIR", help="where the PNGs go (default: figures/ beside --out)")
     p.add_argument("--reference-dir", default="reference", metavar="DIR",
                    help="references; their float32/ folder is the precision control of bf16 cells (default: reference)")
+    p.add_argument("--reports", default=None, metavar="DIR",
+                   help="where the per-grid pages go (default: reports/ beside --out)")
+    p.add_argument("--cases", default="cases", metavar="DIR",
+                   help="case files: their main grids without results show as NOT RUN (default: cases)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--readme", default=None, metavar="FILE",
+                       help="rewrite this README's verdict block (default: README.md beside --out, if it has the block)")
+    which.add_argument("--no-readme", action="store_true", help="leave every README alone")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("archive", help="one compressed file per grid of finished results (a clean clone re-judges them)")
