@@ -15,19 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tabulate import tabulate
-
 from depthprune.report import analysis as A
 from depthprune.report import intervals as I
-from depthprune.report.cells import fmt as _f, layers as _layers
+from depthprune.report.cells import fmt as _f, layers as _layers, table as _fit
 
 PPL_SHORT = {"wikitext2": "wiki2"}
 TASK_SHORT = {"hellaswag": "HS", "winogrande": "WG", "arc_easy": "ARC-e", "arc_challenge": "ARC-c",
               "piqa": "PIQA", "boolq": "BoolQ"}
 
 
-def _table(rows: list[list[Any]], headers: list[str]) -> str:
-    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+def _table(rows: list[list[Any]], headers: list[str], keys: int = 1) -> str:
+    """A table at most 160 wide: split by columns (the first ``keys`` repeated) where wider."""
+    return _fit(rows, headers, keys)
 
 
 def profile_of(rows: Sequence[dict[str, Any]]):
@@ -140,7 +139,7 @@ def spearman_section(conds) -> list[str]:
         if c is None:
             continue
         rows.append([grid, model, objective, budget, _f(c.rho, 2), _f(c.p_value, 3),
-                     f"[{_f(c.ci_low, 2)}, {_f(c.ci_high, 2)}]", c.n, c.distinct, c.note])
+                     f"[{_f(c.ci_low, 2)}, {_f(c.ci_high, 2)}]", c.n, c.distinct, _short_note(c.note)])
     if not rows:
         return ["No condition has three or more solutions with accuracies."]
     return [
@@ -148,12 +147,22 @@ def spearman_section(conds) -> list[str]:
         "condition, uncorrected for evaluation noise (claim 5.3 corrects it, on its own axis); positive = the "
         "better-calibrated solution is also the more accurate one. p-value from scipy's spearmanr; 95% interval "
         f"from a paired percentile bootstrap (1000 resamples, seed 0). With fewer than {A.MIN_DISTINCT_FOR_SPEARMAN} "
-        "distinct solutions the number means little, and the note says so. The interval is \"–\" where resampling "
+        "distinct solutions the number means little, and the note says *too few*; *undefined*: every solution has "
+        "the same loss or the same accuracy, so there is no ρ. The interval is \"–\" where resampling "
         "is degenerate: a resample whose losses or accuracies are all equal has no ρ, and scipy then reports no "
         "interval (usual with few distinct solutions).",
         "",
-        _table(rows, ["grid", "model", "objective", "M", "ρ", "p", "95% CI", "n", "distinct", "note"]),
+        _table(rows, ["grid", "model", "objective", "M", "ρ", "p", "95% CI", "n", "distinct", "note"], keys=4),
     ]
+
+
+def _short_note(note: str) -> str:
+    """A Spearman row's note in a word or two; the section's text says what each means."""
+    if note.startswith("only "):
+        return "too few"
+    if note.startswith("undefined"):
+        return "undefined"
+    return note
 
 
 def overlap_section(conds) -> list[str]:
