@@ -131,3 +131,70 @@ def test_claim_verdicts_are_rejudged_on_each_calibration_seed(same_sets):
     if not same_sets:
         assert not finding(lines).startswith("**Finding.** 0 of")
     assert C.claim_seed_spread([], main)[0].startswith("Not measured")
+
+
+INTERVAL = r"\d+\.\d \[\d+\.\d, \d+\.\d\]"  # as intervals.Interval.points writes an accuracy
+
+
+def scored(r, seed):
+    """``r`` with per-item outcomes on the paper profile's tasks (200 items each) and the avg_acc they give."""
+    import numpy as np
+
+    from depthprune.profiles import get_profile
+
+    prof, rng = get_profile("paper"), np.random.default_rng(seed)
+    outcomes, means = {}, []
+    for task in prof.tasks:
+        bits = rng.random(200) < 0.4 + 0.3 * rng.random()
+        outcomes[task] = {prof.headline_metric(task): "".join("1" if b else "0" for b in bits)}
+        means.append(bits.mean())
+    return {**r, "item_outcomes": outcomes, "metrics": {**r["metrics"], "avg_acc": float(np.mean(means))}}
+
+
+def accuracy_cells(lines):
+    """Every cell of every table column whose header names an accuracy (not a spread or a difference)."""
+    import re
+
+    cells = []
+    for block in "\n".join(lines).split("\n\n"):
+        rows = [[c.strip() for c in row.strip().strip("|").split("|")] for row in block.splitlines()
+                if row.startswith("|")]
+        if len(rows) < 3:
+            continue
+        for k, head in enumerate(rows[0]):
+            if re.search(r"\bacc\b", head) and "spread" not in head:
+                cells += [row[k] for row in rows[2:]]
+    return cells
+
+
+def test_every_accuracy_a_control_shows_carries_its_interval():
+    import re
+
+    main = [scored(res("main", s, sets, loss, objective=o), i) for i, (s, o, sets, loss) in enumerate((
+        ("oneshot", "ppl", [1, 2, 3], 1.0), ("greedy", "ppl", [1, 2, 4], 0.9), ("ga", "ppl", [1, 2, 5], 0.95),
+        ("greedy", "margin", [7, 8, 9], 1.0), ("ga", "margin", [6, 8, 9], 1.1), ("oneshot", "margin", [5, 8, 9], 1.2)))]
+    ctrl = [scored(r, 10 + i) for i, r in enumerate((
+        res("ctrl", "bi", [4, 5, 6], 1.5), res("ctrl", "ga", [1, 2, 6], 1.0, variant="uniform"),
+        res("ctrl", "greedy", [2, 3, 4], 1.0, variant="csdata"),
+        res("ctrl", "greedy", [1, 2, 3], 1.1, cseed=1), res("ctrl", "greedy", [1, 3, 4], 1.2, cseed=2)))]
+    for section in (C.structural, C.prior_ablation, C.data_vs_loss, C.seeds):
+        lines = section(ctrl, main)
+        cells = accuracy_cells(lines)
+        assert cells and all(re.fullmatch(INTERVAL, c) for c in cells), (section.__name__, cells)
+        assert all(len(line) <= 160 for text in lines for line in text.splitlines() if line.startswith("|"))
+    # the differences on the same items carry their paired interval
+    assert re.search(r"[+-]\d+\.\d \[[+-]\d+\.\d, [+-]\d+\.\d\]", "\n".join(C.structural(ctrl, main)))
+
+
+def test_the_seed_verdict_table_is_narrow_and_its_reasons_are_listed_below():
+    main = claim_grid([7, 8, 9])
+    ctrl = [res("ctrl", s, [1, 2, 3], 2.0 + 0.01 * i, objective="margin", cseed=c, acc=0.5)
+            for i, s in enumerate(("oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs")) for c in (1, 2)]
+    lines = C.claim_seed_spread(ctrl, main)
+    text = "\n".join(lines)
+    assert all(len(line) <= 160 for line in text.splitlines() if line.startswith("|"))  # prose wraps on writing
+    assert "| seed 0 " in text and "| seed 2 " in text  # the seeds side by side, one table
+    row = next(line for line in text.splitlines() if line.startswith("| 5.1a "))
+    assert "| outcome " in row
+    listed = text.split("**Finding.**", 1)[1]
+    assert "- **5.1a**:" in listed and "  - seed 1, " in listed  # why it changed, below the table

@@ -23,11 +23,31 @@ T = C.load_thresholds()
 FAST = C.with_threshold(C.with_threshold(T, "5.2", "n_resamples", 200), "5.3", "n_resamples", 200)
 
 
+PAGES = sorted((ROOT / "reports").glob("*.md"))
+
+
 @pytest.mark.skipif(not REPORT.is_file(), reason="no committed REPORT.md")
-def test_no_report_line_is_wider_than_160():
-    wide = [(n, len(line)) for n, line in enumerate(REPORT.read_text(encoding="utf-8").splitlines(), 1)
+@pytest.mark.parametrize("page", [REPORT, *PAGES], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_report_line_is_wider_than_160(page):
+    """REPORT.md and every page under reports/ (tables included: a wide one is split by columns)."""
+    wide = [(n, len(line)) for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
             if len(line) > WIDTH and not line.startswith("![")]
-    assert not wide, f"REPORT.md lines wider than {WIDTH} (line, width): {wide[:10]}"
+    assert not wide, f"{page.name} lines wider than {WIDTH} (line, width): {wide[:10]}"
+
+
+def test_a_table_wider_than_160_splits_by_columns_and_keeps_its_keys():
+    from depthprune.report.cells import table
+
+    rows = [[f"row{i}", *(f"{i}.{j} [{i}.0, {j}.9]" + "x" * 8 for j in range(10))] for i in range(3)]
+    headers = ["key", *(f"column {j}" for j in range(10))]
+    text = table(rows, headers)
+    parts = text.split("\n\n")
+    assert len(parts) > 1 and all(len(line) <= WIDTH for line in text.splitlines())
+    assert all(p.splitlines()[0].startswith("| key ") for p in parts)
+    cells = [c.strip() for p in parts for line in p.splitlines()[2:] for c in line.strip("|").split("|")[1:]]
+    assert sorted(cells) == sorted(c for row in rows for c in row[1:])  # every cell once, none lost
+    narrow = table(rows[:1], headers[:3])
+    assert "\n\n" not in narrow and narrow.splitlines()[0].startswith("| key ")
 
 
 @pytest.mark.skipif(not REPORT.is_file(), reason="no committed REPORT.md")

@@ -15,10 +15,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from tabulate import tabulate
-
 from depthprune.report import analysis as A
-from depthprune.report.cells import fmt as _f, layers as _layers, pct as _pct
+from depthprune.report import tables as T
+from depthprune.report.cells import fmt as _f, layers as _layers, table as _fit
 
 Key = tuple[str, str, str, int]  # model, objective, searcher, budget
 
@@ -42,8 +41,37 @@ def _acc(r: dict[str, Any] | None) -> float | None:
     return None if r is None else r.get("metrics", {}).get("avg_acc")
 
 
-def _table(rows: list[list[Any]], headers: list[str]) -> str:
-    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+def _table(rows: list[list[Any]], headers: list[str], keys: int = 1) -> str:
+    """A table at most 160 wide: split by columns (the first ``keys`` repeated) where wider."""
+    return _fit(rows, headers, keys)
+
+
+def _headline(r: dict[str, Any]) -> tuple[list[str], Any]:
+    """The tasks a result's avg_acc averages and each task's headline metric (its profile's)."""
+    prof = T.profile_of([r])
+    return T.evaluated_tasks([r], prof), prof.headline_metric
+
+
+def _acc_ci(r: dict[str, Any] | None) -> str:
+    """A result's avg accuracy in points with its 95% interval, as every accuracy REPORT shows
+    (:func:`depthprune.report.tables.accuracy_cell`: cluster bootstrap of its items; [–] without them)."""
+    if r is None or _acc(r) is None:
+        return "–"
+    tasks, headline = _headline(r)
+    return T.accuracy_cell(r, tasks, headline, _acc(r))
+
+
+def _paired(a: dict[str, Any], b: dict[str, Any]) -> A.PairedDifference | None:
+    """avg-acc(a) − avg-acc(b) over the same items with its paired 95% interval; None without outcomes."""
+    if not a.get("item_outcomes") or not b.get("item_outcomes"):
+        return None
+    tasks, headline = _headline(a)
+    tasks = [t for t in tasks if t in a["item_outcomes"] and t in b["item_outcomes"]]
+    return A.paired_difference(a["item_outcomes"], b["item_outcomes"], tasks, headline) if tasks else None
+
+
+def _delta(d: A.PairedDifference | None) -> str:
+    return "–" if d is None else f"{100 * d.delta:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]"
 
 
 def ground_truth(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
@@ -86,7 +114,7 @@ def ground_truth(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list
 def structural(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
     """Block Influence (no loss search) against oneshot and the best searcher of the condition."""
     c, m = _index(ctrl), _index(main)
-    rows, worse, acc_deltas = [], 0, []
+    rows, accs, worse, acc_deltas, beyond, judged = [], [], 0, [], 0, 0
     for (model, objective, name, budget), bi in sorted(c.items()):
         if name != "bi":
             continue
@@ -98,26 +126,40 @@ def structural(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[s
         worse += bi["calibration_loss"] > one["calibration_loss"]
         if _acc(bi) is not None and _acc(one) is not None:
             acc_deltas.append(100 * (_acc(bi) - _acc(one)))
+        d = _paired(bi, one) if sorted(bi["removed"]) != sorted(one["removed"]) else None
+        if d is not None:
+            judged += 1
+            beyond += d.distinguishable
         rows.append([model, objective, budget, _layers(bi["removed"]), _layers(one["removed"]),
                      _f(A.jaccard(bi["removed"], one["removed"]), 2), _f(bi["calibration_loss"], 4),
-                     _f(one["calibration_loss"], 4), _f(best["calibration_loss"], 4), _pct(_acc(bi)),
-                     _pct(_acc(one)), _pct(_acc(best))])
+                     _f(one["calibration_loss"], 4), _f(best["calibration_loss"], 4), best["search"]])
+        accs.append([model, objective, budget, _acc_ci(bi), _acc_ci(one), _acc_ci(best),
+                     "same set" if sorted(bi["removed"]) == sorted(one["removed"]) else _delta(d),
+                     "–" if d is None else "yes" if d.distinguishable else "no"])
     if not rows:
         return ["Not measured: needs the controls grid's bi cells and the main grid's oneshot cells."]
+    noise = (f"; where the sets differ ({judged} conditions), {beyond} accuracy differences lie beyond the evaluation's "
+             "noise (paired 95% interval excluding 0)" if judged else "")
     return ["Block Influence (ShortGPT: remove the M blocks whose output is most similar to their input on the "
             "dense model, over each objective's calibration data; no loss guides it) against oneshot (the same "
-            "kind of one-pass ranking, by the loss itself) and the condition's best-loss searcher.", "",
+            "kind of one-pass ranking, by the loss itself) and the condition's best-loss searcher (its name in "
+            "*best*). The sets and their calibration losses, then their average accuracies in % with 95% "
+            "intervals (cluster bootstrap of each solution's items) and BI's minus oneshot's over the same items "
+            "(paired bootstrap).", "",
             _table(rows, ["model", "objective", "M", "BI removes", "oneshot removes", "Jaccard", "BI loss",
-                          "oneshot loss", "best loss", "BI acc", "oneshot acc", "best acc"]),
+                          "oneshot loss", "best loss", "best"], keys=3),
+            "", _table(accs, ["model", "objective", "M", "BI acc", "oneshot acc", "best acc", "BI − oneshot",
+                              "beyond noise"], keys=3),
             "", f"**Finding.** Block Influence's set has a worse calibration loss than oneshot's in {worse} of "
                 f"{len(rows)} conditions; its average accuracy minus oneshot's: median "
                 f"{_f(statistics.median(acc_deltas), 1) if acc_deltas else '–'} points (range "
-                f"{_f(min(acc_deltas), 1) if acc_deltas else '–'} to {_f(max(acc_deltas), 1) if acc_deltas else '–'})."]
+                f"{_f(min(acc_deltas), 1) if acc_deltas else '–'} to {_f(max(acc_deltas), 1) if acc_deltas else '–'})"
+                f"{noise}."]
 
 
 def prior_ablation(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
     m = _index(main)
-    rows, worse, better, same = [], 0, 0, 0
+    rows, accs, worse, better, same = [], [], 0, 0, 0
     deltas = []
     for r in sorted(ctrl, key=lambda r: r["cell"]):
         if r.get("variant") != "uniform":
@@ -136,13 +178,20 @@ def prior_ablation(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> li
         deltas.append(d)
         rows.append([r["model"], r["objective"], r["budget"], r["search"], _layers(base["removed"]),
                      _layers(r["removed"]), _f(base["calibration_loss"], 4), _f(r["calibration_loss"], 4),
-                     _f(d, 4), _pct(_acc(base)), _pct(_acc(r)), r["cost"]["evaluations"]])
+                     _f(d, 4), r["cost"]["evaluations"]])
+        moved = sorted(r["removed"]) != sorted(base["removed"])
+        accs.append([r["model"], r["objective"], r["budget"], r["search"], _acc_ci(base), _acc_ci(r),
+                     _delta(_paired(r, base)) if moved else "same set"])
     if not rows:
         return ["Not measured: needs the controls grid's uniform-prior cells and the main grid's ga/bo cells."]
     return ["GA and BO with the shared single-removal prior (main grid) and with a uniform one (control), the same "
-            "evaluation limit (the uniform runs do not pay for the prior, so they score more M-sets).", "",
+            "evaluation limit (the uniform runs do not pay for the prior, so they score more M-sets). The sets and "
+            "losses, then the average accuracies in % with 95% intervals (cluster bootstrap of each solution's "
+            "items) and uniform's minus the prior's over the same items (paired bootstrap).", "",
             _table(rows, ["model", "objective", "M", "searcher", "prior: removes", "uniform: removes", "prior loss",
-                          "uniform loss", "Δ loss", "prior acc", "uniform acc", "uniform evals"]),
+                          "uniform loss", "Δ loss", "uniform evals"], keys=4),
+            "", _table(accs, ["model", "objective", "M", "searcher", "prior acc", "uniform acc",
+                              "uniform − prior"], keys=4),
             "", f"**Finding.** Without the prior, the searcher found the same set in {same} of {len(rows)} runs, a "
                 f"worse one in {worse} and a better one in {better}; median Δ loss {_f(statistics.median(deltas), 4)} "
                 f"({'the prior helps' if worse > better else 'the prior does not help' if better > worse else 'no net effect of the prior'} "
@@ -152,7 +201,7 @@ def prior_ablation(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> li
 def data_vs_loss(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
     """ppl@C4 (A), ppl@Commonsense (B, control), margin@Commonsense (C): which change moves the sets?"""
     m = _index(main)
-    rows, j_data, j_loss = [], [], []
+    rows, accs, j_data, j_loss = [], [], [], []
     for r in sorted(ctrl, key=lambda r: r["cell"]):
         if r.get("variant") != "csdata":
             continue
@@ -164,7 +213,8 @@ def data_vs_loss(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list
         j_data.append(ja)
         j_loss.append(jl)
         rows.append([r["model"], r["budget"], r["search"], _layers(a["removed"]), _layers(r["removed"]),
-                     _layers(cm["removed"]), _f(ja, 2), _f(jl, 2), _pct(_acc(a)), _pct(_acc(r)), _pct(_acc(cm))])
+                     _layers(cm["removed"]), _f(ja, 2), _f(jl, 2)])
+        accs.append([r["model"], r["budget"], r["search"], _acc_ci(a), _acc_ci(r), _acc_ci(cm)])
     if not rows:
         return ["Not measured: needs the controls grid's csdata cells and the main grid's ppl and margin cells."]
     ma, ml = statistics.mean(j_data), statistics.mean(j_loss)
@@ -173,9 +223,11 @@ def data_vs_loss(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list
                "data and loss move the removed sets equally")
     return ["A = ppl on C4 (main grid), B = ppl on the margin's Commonsense-170k records (control: records joined "
             "into windows), C = margin on Commonsense-170k (main grid). A→B changes only the data, B→C only the "
-            "loss. Jaccard overlap of the removed sets (1 = the same set).", "",
+            "loss. Jaccard overlap of the removed sets (1 = the same set); then each set's average accuracy in % "
+            "with its 95% interval (cluster bootstrap of its items).", "",
             _table(rows, ["model", "M", "searcher", "A: ppl@C4", "B: ppl@CS", "C: margin@CS", "J(A,B) data",
-                          "J(B,C) loss", "acc A", "acc B", "acc C"]),
+                          "J(B,C) loss"], keys=3),
+            "", _table(accs, ["model", "M", "searcher", "acc A", "acc B", "acc C"], keys=3),
             "", f"**Finding.** Mean Jaccard when only the data changes {ma:.2f}, when only the loss changes "
                 f"{ml:.2f} ({len(rows)} searcher × model × budget cases): {verdict}."]
 
@@ -189,7 +241,8 @@ def seeds(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
         if r.get("variant", "default") != "default" or not _extra_seed(r):
             continue
         by[(r["model"], r["objective"], r["search"], r["budget"])][cseed] = r
-    rows, per_searcher, spreads = [], defaultdict(list), []
+    rows, acc_cells, per_searcher, spreads = [], [], defaultdict(list), []
+    seed_ids: list[int] = []
     for key, runs in sorted(by.items()):
         base = m.get(key)
         if base is None:
@@ -203,8 +256,10 @@ def seeds(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
         spread = 100 * (max(accs) - min(accs)) if len(accs) > 1 else None
         if spread is not None:
             spreads.append(spread)
-        rows.append([key[0], key[1], key[3], key[2], " | ".join(_layers(s) for s in sets), _f(jac, 2), _f(spread, 1),
+        rows.append([key[0], key[1], key[3], key[2], " / ".join(_layers(s) for s in sets), _f(jac, 2), _f(spread, 1),
                      _f(max(ppls) / min(ppls) - 1, 3) if len(ppls) > 1 else "–"])
+        seed_ids = sorted(set(seed_ids) | set(runs))
+        acc_cells.append((key, {s: _acc_ci(runs[s]) for s in runs}))
     if not rows:
         return ["Not measured: needs the controls grid's calibration-seed cells and the main grid's cells."]
     across = []
@@ -213,11 +268,15 @@ def seeds(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
         if len(accs) > 1:
             across.append(100 * (max(accs) - min(accs)))
     summary = "; ".join(f"{n} {statistics.mean(v):.2f}" for n, v in sorted(per_searcher.items(), key=lambda kv: A.searcher_rank(kv[0])))
+    acc_rows = [[*key[:2], key[3], key[2], *(by_seed.get(s, "–") for s in seed_ids)] for key, by_seed in acc_cells]
     return ["Calibration seeds 0 (main grid), 1 and 2 (controls): the same searcher on three calibration samples of "
             "the same size. Stochastic searchers (ga) change their own seed with the calibration seed. Spread = max − "
-            "min over the seeds (avg accuracy in points; C4 perplexity relative).", "",
-            _table(rows, ["model", "objective", "M", "searcher", "removed (seed 0 | 1 | 2)", "mean Jaccard",
-                          "acc spread", "c4 ppl spread"]),
+            "min over the seeds (avg accuracy in points; C4 perplexity relative); the accuracies it spans follow, in % "
+            "with 95% intervals (cluster bootstrap of each solution's items).", "",
+            _table(rows, ["model", "objective", "M", "searcher", f"removed (seed {' / '.join(map(str, seed_ids))})",
+                          "mean Jaccard", "acc spread", "c4 ppl spread"], keys=4),
+            "", _table(acc_rows, ["model", "objective", "M", "searcher",
+                                  *(f"avg acc, seed {s}" for s in seed_ids)], keys=4),
             "", f"**Finding.** Mean pairwise Jaccard of removed sets across calibration seeds, per searcher: {summary}. "
                 f"The accuracy spread across seeds (median {statistics.median(spreads):.1f} points) compares with the "
                 f"spread across the seven searchers on seed 0 in the same conditions (median "
@@ -247,7 +306,7 @@ def alignment_panel(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> l
     for r in ctrl:
         if r["search"] == "rank" and not _extra_seed(r):
             panels[(r["model"], r["objective"], r["budget"])].append(r)
-    rows, rhos = [], defaultdict(lambda: defaultdict(list))
+    rows, corr_rows, rhos = [], [], defaultdict(lambda: defaultdict(list))
     inside_total = panel_total = 0
     for (model, objective, budget), panel in sorted(panels.items()):
         searchers = [r for k, r in m.items() if (k[0], k[1], k[3]) == (model, objective, budget)]
@@ -267,7 +326,8 @@ def alignment_panel(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> l
             if _counts(c):
                 rhos[objective][name].append(c.rho)
         rows.append([model, objective, budget, f"{_f(lo, 4)}–{_f(hi, 4)}", f"{_f(plo, 4)}–{_f(phi, 4)}",
-                     len(inside), *(_corr(c) for c in variants.values())])
+                     len(inside), len(panel)])
+        corr_rows.append([model, objective, budget, *(_corr(c) for c in variants.values())])
     if not rows:
         return ["Not measured: needs the controls grid's rank (panel) cells and the main grid's cells."]
     med = {o: {k: statistics.median(v) for k, v in d.items()} for o, d in rhos.items()}
@@ -304,8 +364,9 @@ def alignment_panel(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> l
             "inside the searchers' loss range. The last column uses C4 perplexity as the x axis, as claim 5.3 "
             "does. The searchers-only column is the main grid's own; the panel is beside it, not in its place.",
             "", _table(rows, ["model", "objective", "M", "searchers' loss range", "panel's loss range",
-                              "panel in range", "ρ searchers", "ρ panel", "ρ searchers + panel", "ρ in range",
-                              "ρ c4 ppl (searchers + panel)"]),
+                              "panel in range", "panel sets"], keys=3),
+            "", _table(corr_rows, ["model", "objective", "M", "ρ searchers", "ρ panel", "ρ searchers + panel",
+                                   "ρ in range", "ρ c4 ppl (searchers + panel)"], keys=3),
             "", f"**Finding.** Median ρ per objective over the conditions whose ρ rests on ≥ "
                 f"{A.MIN_DISTINCT_FOR_SPEARMAN} distinct sets — " + "; ".join(
                 f"{o}: searchers {say(o, 'searchers')}, panel {say(o, 'panel')}, searchers + panel "
@@ -337,26 +398,49 @@ def claim_seed_spread(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) ->
         versions[cseed] = list(version.values())
         swapped[cseed] = sum(1 for r in rows if (r["model"], r["objective"], r["search"], r["budget"]) in base)
     verdicts = {s: {v.claim.id: v for v in C.judge_all(rows) if v.grid == grid} for s, rows in versions.items()}
-    table, flips = [], 0
+    seeds_ = sorted(versions)
+    table, flips, changed, judged = [], 0, [], 0
     for claim_id in C.CLAIMS:
-        vs = [verdicts[s].get(claim_id) for s in sorted(versions)]
+        vs = [verdicts[s].get(claim_id) for s in seeds_]
         if any(v is None for v in vs):
             continue
+        judged += 1
         outcomes = [v.outcome for v in vs]
-        flips += len(set(outcomes)) > 1
-        table.append([claim_id, *(f"**{v.outcome}** ({C._fmt_dict(v.statistic)})" for v in vs)])
-    seeds_ = sorted(versions)
+        if len(set(outcomes)) > 1:
+            flips += 1
+            changed.append(claim_id)
+        table.append([claim_id, "outcome", *(f"**{v.outcome}**" for v in vs)])
+        names = list(dict.fromkeys(m.name for v in vs for m in v.measures))
+        for name in names:
+            ms = [next((x for x in v.measures if x.name == name), None) for v in vs]
+            table.append(["", name, *("–" if m is None else _measure(m) for m in ms)])
+            if any(m is not None and m.mde is not None for m in ms):
+                table.append(["", f"{name}: MDE", *("–" if m is None else C._fmt(m.mde) for m in ms)])
+    why = [line for cid in changed for line in (
+        f"- **{cid}**:", *(f"  - seed {s}, {verdicts[s][cid].outcome}: {verdicts[s][cid].reason}." for s in seeds_))]
     return [f"Each claim judged on the `{grid}` grid as it is (calibration seed 0) and with its cells of searchers "
             f"{', '.join(sorted({r['search'] for rows in by_seed.values() for r in rows}))} at "
             f"M = {', '.join(map(str, sorted({r['budget'] for rows in by_seed.values() for r in rows})))} "
             f"replaced by the same cells on calibration seed {' and '.join(map(str, seeds_[1:]))} "
             f"({', '.join(f'{swapped[s]} cells' for s in seeds_[1:])}); the other cells stay as they are. "
-            "Same thresholds.", "",
-            _table([[C._cell(x) for x in row] for row in table],
-                   ["claim", *(f"calibration seed {s}" for s in seeds_)]),
-            "", f"**Finding.** {flips} of {len(table)} verdicts change with the calibration sample"
+            "Same thresholds. Per claim its outcome, then each number its verdict states, with its 95% interval "
+            "in brackets and, on a row of its own, its minimum detectable effect (MDE), where the claim has them.",
+            "", _table([[C._cell(x) for x in row] for row in table], ["claim", "statistic", *(f"seed {s}" for s in seeds_)],
+                       keys=2),
+            "", f"**Finding.** {flips} of {judged} verdicts change with the calibration sample"
                 + (": those rest on a single draw of calibration data and should be read with that in mind."
-                   if flips else ": every verdict survives a new calibration sample of the seeded cells.")]
+                   if flips else ": every verdict survives a new calibration sample of the seeded cells."),
+            *(["", "Why each verdict that changes does, seed by seed (the verdict's own words):", "", *why]
+              if why else [])]
+
+
+def _measure(m: Any) -> str:
+    """A verdict's number as the claims tables write it: the value, its interval where it has one."""
+    from depthprune.report import claims as C
+
+    if m.low is None and m.high is None:
+        return C._fmt(m.value)
+    return f"{C._fmt(m.value)} [{C._fmt(m.low)}, {C._fmt(m.high)}]"
 
 
 SECTIONS = (("Ground truth and chance", ground_truth), ("A structural baseline: Block Influence", structural),
