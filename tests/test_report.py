@@ -10,6 +10,7 @@ import pytest
 from depthprune.grid.results import write_result
 from depthprune.report import write_report
 from depthprune.report import analysis as A
+from depthprune.report import verdicts as V
 from tests.fixtures import result_v2
 
 
@@ -62,7 +63,7 @@ def test_report_end_to_end(tmp_path):
     assert header.index("`t`") < header.index("`big`") and "`ctl`" not in header
     row_51a = next(line for line in matrix.splitlines() if line.startswith("| 5.1a "))
     # ppl removes 7,8,9 under every searcher, margin a scattered set: 5.1a holds on this grid
-    assert "**HELD**" in row_51a and "NOT HELD" not in row_51a and row_51a.rstrip(" |").endswith("NOT RUN"), row_51a
+    assert "**HELD**" in row_51a and "NOT HELD" not in row_51a and row_51a.rstrip(" |").endswith(V.NOT_RUN_CELL), row_51a
     assert "## Grids not run yet" in text and "`big` (" in text and "the big one" in text
     claims = text[text.index("## The claims in detail"):text.index("## Objective vs searcher")]
     assert "reshape the resulting sets of pruned layers" in claims
@@ -73,7 +74,8 @@ def test_report_end_to_end(tmp_path):
     assert re.search(r"\| oneshot +\| – +\| 40\.0 \[–\]", page)  # no per-item outcomes: no interval to show
     assert (tmp_path / "figures" / "heatmap-t-m-ppl.png").stat().st_size > 1000
     assert (tmp_path / "figures" / "cost-quality-t.png").exists()
-    assert "NOT RUN" not in write_report([results], tmp_path / "R2.md", cases_dir=None).read_text()
+    alone = write_report([results], tmp_path / "R2.md", cases_dir=None).read_text()
+    assert "NOT RUN" not in alone and V.NOT_RUN_CELL not in alone
 
 
 def test_a_stale_page_goes_and_a_hand_written_one_stays(tmp_path):

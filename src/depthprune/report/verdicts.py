@@ -17,6 +17,9 @@ from tabulate import tabulate
 from depthprune.report.claims import CLAIMS, Verdict
 
 NOT_RUN = "NOT RUN"
+#: the matrix cell of a grid without results: a no-break space, so that a browser squeezing the
+#: table does not break it into "NOT" over "RUN" in every row (grep it as ``NOT.RUN``)
+NOT_RUN_CELL = NOT_RUN.replace(" ", "\u00a0")
 
 #: each claim in a few plain words (the quotes are in REPORT.md's details)
 GISTS: dict[str, str] = {
@@ -54,7 +57,7 @@ def mde_names(vs: Sequence[Verdict]) -> list[str]:
 def cell(v: Verdict | None, names: Sequence[str]) -> str:
     """``**HELD** (6 · 32)``, then ``; MDE a, b`` in the order of ``names`` where the claim has MDEs."""
     if v is None:
-        return NOT_RUN
+        return NOT_RUN_CELL
     mde = {m.name: m.mde for m in v.measures}
     rests = f"{v.n_conditions} · {v.n_distinct}" + (f"; MDE {', '.join(_mde(mde.get(n)) for n in names)}"
                                                      if names else "")
@@ -62,22 +65,26 @@ def cell(v: Verdict | None, names: Sequence[str]) -> str:
 
 
 def matrix(verdicts: Sequence[Verdict], not_run: Sequence[str]) -> list[str]:
-    """The claims × grids table and its legend."""
+    """The claims × grids table and its legend; the legend names the statistics whose MDE a cell
+    gives (in a column of their own they made every row wrap in a browser)."""
     grids = columns(verdicts, not_run)
     by = {(v.claim.id, v.grid): v for v in verdicts}
-    rows = []
+    rows, named = [], []
     for claim_id in CLAIMS:
         names = mde_names([v for v in verdicts if v.claim.id == claim_id])
-        rows.append([claim_id, GISTS.get(claim_id, CLAIMS[claim_id].section), ", ".join(names) or "–",
+        if names:
+            named.append(f"{claim_id} {', '.join(names)}")
+        rows.append([claim_id, GISTS.get(claim_id, CLAIMS[claim_id].section),
                      *(cell(by.get((claim_id, g)), names) for g in grids)])
-    headers = ["claim", "the paper says", "MDE of", *(f"`{g}`" for g in grids)]
+    headers = ["claim", "the paper says", *(f"`{g}`" for g in grids)]
     table = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
     if max(len(line) for line in table.splitlines()) > WIDTH:
         table = tabulate([[r[0], *r[2:]] for r in rows], headers=[headers[0], *headers[2:]], tablefmt="github",
                          disable_numparse=True)
     missing = [g for g in grids if not any(v.grid == g for v in verdicts)]
     legend = ("(n = conditions · distinct pruned models the verdict rests on; MDE = the smallest effect the "
-              "evaluation detects at the claims' power, of each statistic named in *MDE of*, on its own scale")
+              "evaluation detects at the claims' power, on its own scale, of each statistic the claim judges by"
+              + (f" ({'; '.join(named)})" if named else ""))
     legend += f"; {NOT_RUN} = declared in `cases/`, no results yet: {', '.join(f'`{g}`' for g in missing)})" \
         if missing else ")"
     return [table, "", legend]
