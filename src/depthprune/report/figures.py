@@ -48,7 +48,13 @@ def removal_heatmaps(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path
                 grid_map[i, r["removed"]] = 1
             ax.imshow(grid_map, cmap="Greys", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
             ax.set_yticks(range(len(rows)), [r["search"] for r in rows], fontsize=8)
-            ax.set_xticks(range(0, n_layers, max(1, n_layers // 8)))
+            ax.set_xticks(range(0, n_layers, max(1, n_layers // 16)))
+            ax.tick_params(axis="x", labelsize=8)
+            # a thin line between cells, so that adjacent removed layers still count one by one
+            ax.set_xticks(np.arange(-0.5, n_layers, 1), minor=True)
+            ax.set_yticks(np.arange(-0.5, len(rows), 1), minor=True)
+            ax.grid(which="minor", color="silver", linewidth=0.6)
+            ax.tick_params(which="minor", length=0)
             ax.set_xlabel("layer (black = removed)")
             ax.set_title(f"M={budget}", fontsize=9)
         written.append(_save(fig, f"{model} · {objective}", out_dir / f"heatmap-{grid}-{model}-{objective}.png"))
@@ -91,7 +97,7 @@ def cost_quality(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path, gr
     searchers = sorted({p[3] for p in points}, key=searcher_rank)
     colours = {s: plt.cm.tab10(i % 10) for i, s in enumerate(searchers)}
     markers = {m: "osD^vP*X"[i % 8] for i, m in enumerate(models)}
-    fig, axes = plt.subplots(2, len(budgets), figsize=(4.6 * len(budgets), 6.4), squeeze=False)
+    fig, axes = plt.subplots(2, len(budgets), figsize=(4.6 * len(budgets), 7.0), squeeze=False)
     for col, budget in enumerate(budgets):
         for row, (index, label) in enumerate(((0, "layer-forwards / oneshot's"), (1, "seconds / oneshot's"))):
             ax = axes[row][col]
@@ -111,19 +117,43 @@ def cost_quality(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path, gr
             ax.set_xlabel(f"{label} (log; as if alone)", fontsize=8)
             ax.set_ylabel("avg zero-shot accuracy (%), 95% CI", fontsize=8)
             ax.set_title(f"M={budget}", fontsize=9)
-    handles = [plt.Line2D([], [], color=colours[s], marker="o", linestyle="", label=s) for s in searchers]
-    handles += [plt.Line2D([], [], color="grey", marker=markers[m], linestyle="", label=m) for m in models]
-    handles += [plt.Line2D([], [], color="grey", marker="o", linestyle="", label="ppl (filled)"),
-                plt.Line2D([], [], color="grey", marker="o", markerfacecolor="none", linestyle="",
-                           label="other objective (hollow)")]
-    axes[0][-1].legend(handles=handles, fontsize=6, loc="best")
+    by_searcher = [plt.Line2D([], [], color=colours[s], marker="o", linestyle="", label=s) for s in searchers]
+    by_shape = [plt.Line2D([], [], color="grey", marker=markers[m], linestyle="", label=m) for m in models]
+    by_shape += [plt.Line2D([], [], color="grey", marker="o", linestyle="", label="ppl (filled)"),
+                 plt.Line2D([], [], color="grey", marker="o", markerfacecolor="none", linestyle="",
+                            label="other objective (hollow)")]
+    # below the panels, not on one (a legend inside a panel covered its points): colour = searcher on
+    # the first line, marker = model and fill = objective on the second
+    for handles, y in ((by_searcher, 0.038), (by_shape, 0.0)):
+        fig.legend(handles=handles, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, y), ncol=len(handles),
+                   frameon=False, handletextpad=0.3, columnspacing=1.4)
     fig.suptitle(f"cost vs quality per searcher ({grid} grid); cost counted as if each searcher ran alone; "
                  "bars: 95% intervals", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     path = out_dir / f"cost-quality-{grid}.png"
     fig.savefig(path, dpi=110, metadata=_PNG_META)
     plt.close(fig)
     return path
+
+
+def _clip_outlier(ax, values: list[float]) -> None:
+    """One block far above the rest (the first block of a small model: removing it alone breaks the
+    model) flattens every other bar to nothing; clip the axis to the rest and write the clipped
+    bar's value on it, so the other blocks' profile can be read."""
+    finite = sorted((abs(v), i) for i, v in enumerate(values) if np.isfinite(v))
+    if len(finite) < 2 or finite[-2][0] <= 0 or finite[-1][0] < 4 * finite[-2][0]:
+        return
+    (_, top), rest = finite[-1], [values[i] for _, i in finite[:-1]]
+    high, low = max(max(rest), 0.0), min(min(rest), 0.0)
+    pad = 0.25 * max(high - low, 1e-12)
+    ax.set_ylim(low - (pad if low < 0 else 0), high + pad)
+    inside = high + 0.55 * pad if values[top] > 0 else low - 0.55 * pad
+    ax.text(top, inside, f"{values[top]:+.2f} ↑" if values[top] > 0 else f"{values[top]:+.2f} ↓",
+            ha="center", va="center", fontsize=8, color="white" if values[top] > 0 else "black",
+            bbox={"boxstyle": "round,pad=0.15", "facecolor": "tab:blue" if values[top] > 0 else "white",
+                  "edgecolor": "none"})
+    ax.annotate("axis clipped", xy=(1.0, 1.0), xycoords="axes fraction", ha="right", va="bottom", fontsize=7,
+                color="dimgrey")
 
 
 def single_layer_profiles(dense: dict[tuple[str, str], dict[str, Any]], out_dir: Path) -> list[Path]:
@@ -139,6 +169,7 @@ def single_layer_profiles(dense: dict[tuple[str, str], dict[str, Any]], out_dir:
             delta = [(p - o["dense_calibration_loss"]) if p is not None else np.nan for p in o["prior"]]
             ax.bar(range(len(delta)), delta, color=["tab:red" if v < 0 else "tab:blue" for v in delta])
             ax.axhline(0.0, color="black", linewidth=0.6)
+            _clip_outlier(ax, delta)
             ax.set_xticks(range(0, len(delta), max(1, len(delta) // 15)))
             ax.set_ylabel(f"Δ {name} loss", fontsize=8)
             ax.set_title(f"{name} (dense loss {o['dense_calibration_loss']:.3f})", fontsize=9)
