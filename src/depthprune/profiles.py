@@ -156,14 +156,15 @@ TINY = Profile(
 )
 
 _REAL_DATA = REAL_ASSETS / "data"
-# Ours, sized for two CPU cores: the sizes of cases/smollm2.toml, which states the rule
-# (~1k calibration tokens per forward for either objective; an evaluation slice).
-# Margin in cloze form: smollm2-135m does not read listed options (dense, 128 train items:
+# Ours: the real grid's calibration (cases/real.toml, from the calibration-size curve): ppl 32 windows x 128
+# tokens of calibration_pool (the sets stop moving there), margin 128 cloze items (they had not settled by
+# 128, the paper's size and the largest measured), so `depthprune prune --model smollm2-135m` calibrates as a
+# cell does. Margin in cloze form: smollm2-135m does not read listed options (dense, 128 train items:
 # label form mean margin +0.025, accuracy 0.25 = chance; cloze +2.54, 0.68; model card).
 REAL_OBJECTIVE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "ppl": {"n_samples": 8, "seq_len": 128},
-    "margin": {"n_items": 8, "answer": "cloze"},
-    "kl": {"n_samples": 8, "seq_len": 128},
+    "ppl": {"dataset": "calibration_pool", "n_samples": 32, "seq_len": 128},
+    "margin": {"n_items": 128, "answer": "cloze"},
+    "kl": {"dataset": "calibration_pool", "n_samples": 32, "seq_len": 128},
 }
 # lm-eval's first 32 items per task, the validation split's perplexity over 8 x 256 tokens
 REAL_EVALUATION: dict[str, Any] = {"perplexity": ("c4",), "seq_len": 256, "c4_windows": 8, "limit": 32,

@@ -77,10 +77,10 @@ _SMOLLM2: dict[str, Any] = {
         "real pretrained network on CPU, not as a replication of their numbers.",
     ],
     "profile": "`real` (Python's documentation as text, tasks `real_nextsent`, `real_lambada`)",
-    "grid": "cases/smollm2.toml",
+    "grid": "cases/real.toml",
     "margin_decision": "The label and option forms are at chance (accuracy 0.25 = 1/4, mean margin ~0): the model "
                        "does not bind a listed option to its label or text. The cloze form is far above chance, so "
-                       "the real profile (and cases/smollm2.toml) calibrates the margin objective in cloze form, as "
+                       "the real profile (and cases/real.toml) calibrates the margin objective in cloze form, as "
                        "the tiny profile does; the paper's label form would calibrate on noise here.",
 }
 
