@@ -31,8 +31,8 @@ def test_the_slice_repeats_oneshot_cells_at_the_grids_calibration_with_fewer_ite
     assert SLICE.kind == "slice" and SLICE.compare_with == "real" and SLICE.ci_cells is None
     real_ids = {c.id for c in REAL.cells()}
     assert {c.id for c in SLICE.cells()} <= real_ids
-    assert {(c.model, c.search, c.budget) for c in SLICE.cells()} == {("smollm2-135m", "oneshot", 7),
-                                                                      ("gemma3-270m", "oneshot", 4)}
+    assert {(c.model, c.objective, c.search, c.budget) for c in SLICE.cells()} == {
+        ("smollm2-135m", "ppl", "oneshot", 7), ("gemma3-270m", "margin", "oneshot", 4)}  # both models, both objectives
     assert SLICE.objective_params == REAL.objective_params
     same = {k: v for k, v in REAL.evaluation.items() if k not in ("limit", "c4_windows")}
     assert {k: SLICE.evaluation[k] for k in same} == same
