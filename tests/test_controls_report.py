@@ -133,7 +133,7 @@ def test_claim_verdicts_are_rejudged_on_each_calibration_seed(same_sets):
     assert C.claim_seed_spread([], main)[0].startswith("Not measured")
 
 
-INTERVAL = r"\d+\.\d \[\d+\.\d, \d+\.\d\]"  # as intervals.Interval.points writes an accuracy
+INTERVAL = r"\d+\.\d\s\[\d+\.\d,\s\d+\.\d\]"  # as Interval.points writes an accuracy (\s: no-break spaces too)
 
 
 def scored(r, seed):
@@ -183,7 +183,7 @@ def test_every_accuracy_a_control_shows_carries_its_interval():
         assert cells and all(re.fullmatch(INTERVAL, c) for c in cells), (section.__name__, cells)
         assert all(len(line) <= 160 for text in lines for line in text.splitlines() if line.startswith("|"))
     # the differences on the same items carry their paired interval
-    assert re.search(r"[+-]\d+\.\d \[[+-]\d+\.\d, [+-]\d+\.\d\]", "\n".join(C.structural(ctrl, main)))
+    assert re.search(r"[+-]\d+\.\d\s\[[+-]\d+\.\d,\s[+-]\d+\.\d\]", "\n".join(C.structural(ctrl, main)))
 
 
 def test_the_seed_verdict_table_is_narrow_and_its_reasons_are_listed_below():

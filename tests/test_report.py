@@ -121,7 +121,7 @@ def test_noise_section_judges_each_solution_against_oneshot():
         r["item_outcomes"] = outcomes(s)
     text = "\n".join(_noise_section(A.by_condition(rows)))
     assert "1 of 1 different solutions differ from oneshot's beyond the evaluation's noise" in text
-    assert re.search(r"\| greedy +\| \+25\.0 +\| \[\+2\d\.\d, \+2\d\.\d\] +\| yes", text), text
+    assert re.search(r"\| greedy +\| \+25\.0 +\| \[\+2\d\.\d,\s\+2\d\.\d\] +\| yes", text), text
     assert re.search(r"\| beam +\| same set", text)
     assert "Not measured" in "\n".join(_noise_section(A.by_condition([_cell("m", "ppl", "oneshot", [1], 1.0, 0.5)])))
 

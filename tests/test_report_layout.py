@@ -36,7 +36,7 @@ def test_no_report_line_is_wider_than_160(page):
 
 
 def test_a_table_wider_than_160_splits_by_columns_and_keeps_its_keys():
-    from depthprune.report.cells import table
+    from depthprune.report.cells import NBSP, table
 
     rows = [[f"row{i}", *(f"{i}.{j} [{i}.0, {j}.9]" + "x" * 8 for j in range(10))] for i in range(3)]
     headers = ["key", *(f"column {j}" for j in range(10))]
@@ -44,7 +44,8 @@ def test_a_table_wider_than_160_splits_by_columns_and_keeps_its_keys():
     parts = text.split("\n\n")
     assert len(parts) > 1 and all(len(line) <= WIDTH for line in text.splitlines())
     assert all(p.splitlines()[0].startswith("| key ") for p in parts)
-    cells = [c.strip() for p in parts for line in p.splitlines()[2:] for c in line.strip("|").split("|")[1:]]
+    cells = [c.strip().replace(NBSP, " ") for p in parts for line in p.splitlines()[2:]
+             for c in line.strip("|").split("|")[1:]]
     assert sorted(cells) == sorted(c for row in rows for c in row[1:])  # every cell once, none lost
     narrow = table(rows[:1], headers[:3])
     assert "\n\n" not in narrow and narrow.splitlines()[0].startswith("| key ")
@@ -128,3 +129,14 @@ def test_a_task_answered_all_right_still_has_an_interval():
     r = {"item_outcomes": {"t": {"acc": "1" * 200}}}
     a = I.accuracy(r, ["t"], lambda _t: "acc")
     assert a.value == a.high == pytest.approx(1.0) and a.low == pytest.approx(I.wilson(1.0, 200).low) and a.low < 0.99
+
+
+def test_an_interval_never_breaks_inside_a_table_cell():
+    from depthprune.report.cells import NBSP, keep_together
+
+    assert keep_together("66.4 [60.5, 72.0]") == f"66.4{NBSP}[60.5,{NBSP}72.0]"  # short: value and interval whole
+    assert keep_together("+0.24 [-0.48, +0.81] (12)") == f"+0.24 [-0.48,{NBSP}+0.81] (12)"  # long: a break before [
+    assert keep_together("0.0114 [0.0107, 0.0121]") == f"0.0114 [0.0107,{NBSP}0.0121]"
+    assert keep_together("[–, –]") == f"[–,{NBSP}–]"
+    for untouched in ("rho_margin [calibration_loss]", "too few (2)", "NOT HELD", 3, None):
+        assert keep_together(untouched) == untouched

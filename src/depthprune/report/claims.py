@@ -54,7 +54,6 @@ from typing import Any
 
 import numpy as np
 from scipy import stats
-from tabulate import tabulate
 
 from depthprune.report import analysis as A
 from depthprune.report import noise as N
@@ -1064,7 +1063,9 @@ def _grid_tables(grid: str, verdicts: Sequence[Verdict]) -> list[str]:
 
 
 def _table(rows: list[list[Any]], headers: list[str]) -> str:
-    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+    from depthprune.report.cells import table
+
+    return table(rows, headers)
 
 
 def _sensitivity_matrix(sweeps: list[dict[str, Any]], grids: list[str], t: Mapping[str, Any]) -> str:
