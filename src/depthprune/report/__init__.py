@@ -31,7 +31,7 @@ from depthprune.report import readme as R
 from depthprune.report import tables as T
 from depthprune.report import verdicts as V
 from depthprune.report.calibration_curve import find_curves, render_curves
-from depthprune.report.cells import fmt as _f, table as fit_table
+from depthprune.report.cells import fmt as _f, table as _fit_table
 from depthprune.report.claims import judge_all, load_thresholds, render_claims
 from depthprune.report.controls import is_control, render_controls
 from depthprune.report.grids import DeclaredGrid, declared_grids
@@ -110,7 +110,7 @@ def _real_section(results: list[dict[str, Any]], dense: dict[tuple[str, str], di
             lines += ["", "Dense model against chance, accuracies in % with 95% intervals (full task sets from the "
                       "model card, Wilson; the grid evaluates a slice, its dense figures beside them, cluster "
                       "bootstrap):", "",
-                      fit_table(table, ["task", "metric", "dense (card)", "items", "dense (grid slice)", "chance"],
+                      _fit_table(table, ["task", "metric", "dense (card)", "items", "dense (grid slice)", "chance"],
                                 keys=2)]
         for path in figures:
             if path.name == f"single-layer-{grid}-{model}.png":

@@ -47,7 +47,7 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], keys: int = 1, 
     is split by columns into as few tables as fit, each repeating the first ``keys`` columns (what
     identifies a row), the other columns shared out evenly in order. A table whose key columns and any
     single other column do not fit stays whole. Cells that are a value with its interval keep
-    together (:func:`keep_together`)."""
+    together (:func:`depthprune.report.cells.keep_together`)."""
     from tabulate import tabulate
 
     from depthprune.report.wrap import WIDTH
