@@ -28,6 +28,8 @@ source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 exclude_patterns = ["_build"]
 html_theme = "furo"
 html_title = "depthprune"
+html_static_path = ["_static"]
+html_css_files = ["depthprune.css"]  # a wider text column on wide screens, so the guides' code shows whole
 
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
