@@ -185,7 +185,7 @@ def summarize(out: str | Path) -> dict[str, Any]:
     summary = {"written_by": "python -m depthprune.real.calibration_curve summarize", "config": cfg,
                "provenance": provenance,
                "rule": {"settled_jaccard": SETTLED_JACCARD, "cross_seed_slack": CROSS_SEED_SLACK,
-                        "text": __doc__.split("THE RULE")[1].split("\n\n")[0].strip()},
+                        "text": " ".join(__doc__.split("THE RULE")[1].split("\n\n")[0].split(":", 1)[1].split())},
                "rows": rows, "chosen": chosen}
     _write_json(out / "curve.json", summary)
     return summary
