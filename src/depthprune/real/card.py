@@ -76,7 +76,8 @@ _SMOLLM2: dict[str, Any] = {
         "At 135M parameters the model is ~60x smaller than the paper's 8B models; it stands in for them as a "
         "real pretrained network on CPU, not as a replication of their numbers.",
     ],
-    "profile": "`real` (Python's documentation as text, tasks `real_nextsent`, `real_lambada`)",
+    "profile": "`real` (Python's documentation as text; WordNet tasks `real_hypernym`, `real_definition`, "
+               "`real_cloze`, and `real_nextsent`, `real_lambada` where a grid names them)",
     "grid": "cases/real.toml",
     "margin_decision": "The label and option forms are at chance (accuracy 0.25 = 1/4, mean margin ~0): the model "
                        "does not bind a listed option to its label or text. The cloze form is far above chance, so "

@@ -214,9 +214,9 @@ def render(measured: dict[str, Any], model_id: str = MODEL_ID) -> str:
                          f"{f' ({dense})' if dense else ''}; dense pass {r['dense_seconds']} s + {n} removals "
                          f"{r['prior_seconds']} s; {r['layer_forwards']} layer-forwards "
                          f"(naive {r['naive_layer_forwards']})")
-        grid = f" ({ident['grid']}'s sizes)" if ident.get("grid") else ""
-        lines += ["", f"These are the real profile's calibration sets{grid}, ~1k tokens per objective, far smaller "
-                  "than the paper's, so the deltas are noisy"
+        lines += ["", "These deltas rest on the calibration sets above (the real profile's defaults when the sweep ran; "
+                  f"the real grid, {ident.get('grid', 'cases/real.toml')}, now calibrates on the sizes its "
+                  "calibration-size curve chose), far smaller than the paper's, so they are noisy"
                   + ("; a negative margin delta means the model without that block prefers the right endings of "
                      f"these {sw['margin']['objective']['n_items']} items by more than the dense model does"
                      if "margin" in sw else "") + ".", "",
