@@ -30,6 +30,7 @@ from depthprune.report import intervals as I
 from depthprune.report import readme as R
 from depthprune.report import tables as T
 from depthprune.report import verdicts as V
+from depthprune.report.baselines import render_baselines
 from depthprune.report.calibration_curve import find_curves, render_curves
 from depthprune.report.cells import fmt as _f, table as _fit_table
 from depthprune.report.claims import judge_all, load_thresholds, render_claims
@@ -346,6 +347,9 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     curves = render_curves(find_curves(dirs))
     if curves:
         lines += ["## Calibration-size curve", "", *curves]
+    baselines = render_baselines()
+    if baselines:
+        lines += ["## Task baselines: readers that see no model", "", *baselines]
     real = _real_section(results, dense, figure_paths, out)
     if real:
         lines += ["## A real pretrained model on CPU", "", *real]
