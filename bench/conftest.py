@@ -110,7 +110,9 @@ def pytest_generate_tests(metafunc):
             marks.append(pytest.mark.xdist_group(f"{grid.name}/{cell.group}"))
             if grid.ci_cells is not None and cell.id not in grid.ci_cells:
                 marks.append(pytest.mark.grid_extra)
-            params.append(pytest.param((grid, cell), id=cell.id, marks=marks))
+            # a slice repeats its main grid's cell ids: name the slice in its test ids, or pytest would number them
+            test_id = f"{cell.id}-{grid.name}" if grid.kind == "slice" else cell.id
+            params.append(pytest.param((grid, cell), id=test_id, marks=marks))
     metafunc.parametrize("grid_cell", params)
 
 
