@@ -63,6 +63,21 @@ def lambada_task(name: str, header: str) -> str:
     return header + _LAMBADA.format(name=name)
 
 
+#: lm-eval metric lists of a multiple-choice task: acc and acc_norm, or acc alone (the tiny and real task YAMLs)
+METRICS_ACC_NORM = """metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+  - metric: acc_norm
+    aggregation: mean
+    higher_is_better: true
+"""
+METRICS_ACC = """metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+"""
+
 _MULTIPLE_CHOICE = """tag:
   - {tag}
 task: {name}
@@ -74,14 +89,7 @@ test_split: test
 doc_to_text: "{{{{ctx}}}}"
 doc_to_target: "{{{{label}}}}"
 doc_to_choice: "{{{{{choices}}}}}"
-metric_list:
-  - metric: acc
-    aggregation: mean
-    higher_is_better: true
-  - metric: acc_norm
-    aggregation: mean
-    higher_is_better: true
-metadata:
+""" + METRICS_ACC_NORM + """metadata:
   version: 1.0
 """
 
