@@ -129,7 +129,7 @@ def run_task(objective: str, seed: int, cfg: dict[str, Any], out: str, threads: 
         sets = sorted({tuple(json.loads((runs / run_name(objective, seed, n, s)).read_text())["removed"])
                        for n in sizes for s in cfg["searchers"]})
         calib = session.calibrate(objective, **objective_params(objective, other, max(sizes), n_seeds))
-        losses = {",".join(map(str, s)): calib.scorer(frozenset(s)) for s in sets}
+        losses = {_set_key(s): calib.scorer(frozenset(s)) for s in sets}
         _write_json(path, {"found_with_seed": seed, "scored_on": {"seed": other, "size": max(sizes),
                                                                    "params": calib.objective.params()},
                            "dense_loss": calib.dense_loss, "losses": losses})
@@ -138,40 +138,41 @@ def run_task(objective: str, seed: int, cfg: dict[str, Any], out: str, threads: 
     return time.perf_counter() - start
 
 
-def jaccard(a: list[int], b: list[int]) -> float:
-    sa, sb = set(a), set(b)
-    return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
+def _set_key(removed: Any) -> str:
+    """How a removed set names its held-out loss: ``"3,5,12"``."""
+    return ",".join(map(str, removed))
 
 
 def summarize(out: str | Path) -> dict[str, Any]:
     """curve.json from the runs: per objective x searcher x size the sets, Jaccards and losses; the chosen sizes."""
+    from depthprune.report.analysis import jaccard, mean_pairwise_jaccard
+
     out = Path(out)
     cfg = json.loads((out / "config.json").read_text())
-    runs = out / "runs"
+    runs = {p.name: json.loads(p.read_text()) for p in sorted((out / "runs").glob("*.json"))}
+    seeds = cfg["seeds"]
     rows = []
-    for objective, searcher in itertools.product(cfg["objectives"], cfg["searchers"]):
+    for objective in cfg["objectives"]:
+        held = {s: json.loads((out / "held_out" / f"{objective}-s{s}.json").read_text()) for s in seeds}
         largest = max(cfg["sizes"][objective])
-        final = {s: json.loads((runs / run_name(objective, s, largest, searcher)).read_text())["removed"]
-                 for s in cfg["seeds"]}
-        for size in cfg["sizes"][objective]:
-            res = {s: json.loads((runs / run_name(objective, s, size, searcher)).read_text()) for s in cfg["seeds"]}
-            held = {s: json.loads((out / "held_out" / f"{objective}-s{s}.json").read_text()) for s in cfg["seeds"]}
-            sets = {s: r["removed"] for s, r in res.items()}
-            pairs = list(itertools.combinations(cfg["seeds"], 2))
-            rows.append({
-                "objective": objective, "searcher": searcher, "size": size,
-                "sets": {str(s): v for s, v in sets.items()},
-                "cross_seed_jaccard": sum(jaccard(sets[a], sets[b]) for a, b in pairs) / len(pairs),
-                "jaccard_to_largest": sum(jaccard(sets[s], final[s]) for s in cfg["seeds"]) / len(cfg["seeds"]),
-                "loss_delta": sum(r["calibration_loss"] - r["dense_calibration_loss"] for r in res.values())
-                / len(res),
-                "held_out_loss_delta": sum(held[s]["losses"][",".join(map(str, sets[s]))] - held[s]["dense_loss"]
-                                           for s in cfg["seeds"]) / len(cfg["seeds"]),
-                "seconds": sum(r["cost"]["seconds"] for r in res.values()) / len(res),
-            })
-    first = json.loads(next(iter(sorted(runs.glob("*.json")))).read_text())
-    provenance = {"code": sorted({json.loads(p.read_text()).get("settings", {}).get("code", "?") for p in runs.glob("*.json")}),
-                  "environment": first.get("environment", {}), "runs": len(list(runs.glob("*.json")))}
+        for searcher in cfg["searchers"]:
+            final = {s: runs[run_name(objective, s, largest, searcher)]["removed"] for s in seeds}
+            for size in cfg["sizes"][objective]:
+                res = {s: runs[run_name(objective, s, size, searcher)] for s in seeds}
+                sets = {s: r["removed"] for s, r in res.items()}
+                rows.append({
+                    "objective": objective, "searcher": searcher, "size": size,
+                    "sets": {str(s): v for s, v in sets.items()},
+                    "cross_seed_jaccard": mean_pairwise_jaccard(list(sets.values())),
+                    "jaccard_to_largest": sum(jaccard(sets[s], final[s]) for s in seeds) / len(seeds),
+                    "loss_delta": sum(r["calibration_loss"] - r["dense_calibration_loss"] for r in res.values())
+                    / len(res),
+                    "held_out_loss_delta": sum(held[s]["losses"][_set_key(sets[s])] - held[s]["dense_loss"]
+                                               for s in seeds) / len(seeds),
+                    "seconds": sum(r["cost"]["seconds"] for r in res.values()) / len(res),
+                })
+    provenance = {"code": sorted({r.get("settings", {}).get("code", "?") for r in runs.values()}),
+                  "environment": next(iter(runs.values())).get("environment", {}), "runs": len(runs)}
     chosen = {}
     for objective in cfg["objectives"]:
         mine = [r for r in rows if r["objective"] == objective]
