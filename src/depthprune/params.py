@@ -25,3 +25,13 @@ def check_ints(owner: str, obj: Any, lows: dict[str, int], optional: tuple[str, 
 def check_choice(owner: str, name: str, value: Any, allowed: tuple[Any, ...]) -> None:
     if value not in allowed:
         raise ValueError(f"{owner}: {name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+
+
+def check_shard(owner: str, value: Any) -> None:
+    """A calibration ``shard`` (``""`` or ``"i/n"``, :func:`depthprune.data.parse_shard`), failing as the others do."""
+    from depthprune.data import parse_shard
+
+    try:
+        parse_shard(value)
+    except ValueError as e:
+        raise ValueError(f"{owner}: {e}") from None

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from depthprune.data import load_choice_items, parse_shard
+from depthprune.data import load_choice_items
 from depthprune.objectives.base import Batch, Objective, OutputHead, register
-from depthprune.params import check_choice, check_ints
+from depthprune.params import check_choice, check_ints, check_shard
 
 if TYPE_CHECKING:  # pragma: no cover
     from depthprune.profiles import Profile
@@ -62,10 +62,7 @@ class MarginObjective(Objective):
         check_choice("margin", "answer", self.answer, tuple(_SCORED))
         check_choice("margin", "share_prompt", self.share_prompt, (True, False))
         check_ints("margin", self, {"n_items": 1, "seed": 0, "max_len": 2})
-        try:
-            parse_shard(self.shard)
-        except ValueError as e:
-            raise ValueError(f"margin: {e}") from None
+        check_shard("margin", self.shard)
         if not isinstance(self.dataset, str) or not self.dataset:
             raise ValueError(f"margin: dataset must be a dataset name, got {self.dataset!r}")
 

@@ -26,7 +26,7 @@ from depthprune.data import (
     take_shard,
 )
 from depthprune.objectives.base import Batch, Objective, OutputHead, register
-from depthprune.params import check_choice, check_ints
+from depthprune.params import check_choice, check_ints, check_shard
 
 if TYPE_CHECKING:  # pragma: no cover
     from depthprune.profiles import Profile
@@ -50,10 +50,7 @@ class PerplexityObjective(Objective):
     def __post_init__(self) -> None:
         check_choice(self.name, "packing", self.packing, PACKINGS)
         check_ints(self.name, self, {"n_samples": 1, "seq_len": 2, "seed": 0})
-        try:
-            parse_shard(self.shard)
-        except ValueError as e:
-            raise ValueError(f"{self.name}: {e}") from None
+        check_shard(self.name, self.shard)
         if not isinstance(self.dataset, str) or not self.dataset:
             raise ValueError(f"{self.name}: dataset must be a dataset name, got {self.dataset!r}")
 
@@ -72,9 +69,9 @@ class PerplexityObjective(Objective):
             windows, protocol = calibration_windows(
                 take_shard(load_texts(source), self.shard), tokenizer, self.n_samples, self.seq_len, self.seed
             )
+        shard = parse_shard(self.shard)
         self._protocol = {"source": source.describe(), **protocol.__dict__,
-                          **({"shard": f"documents j with j % {self.shard.split('/')[1]} == {self.shard.split('/')[0]}"}
-                             if self.shard else {})}
+                          **({"shard": f"documents j with j % {shard[1]} == {shard[0]}"} if shard else {})}
         return [Batch(windows[i : i + batch_size]) for i in range(0, len(windows), batch_size)]
 
     def batch_stats(self, hidden: torch.Tensor, batch: Batch, head: OutputHead) -> torch.Tensor:
