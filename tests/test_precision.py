@@ -164,3 +164,39 @@ def test_float32_model_head_is_the_model_head_unchanged():
     assert (got.double() - exact).abs().max() <= 1e-5 * exact.abs().max()
     assert (model.lm_head(hidden.bfloat16()).double() - exact).abs().max() > 1e-3 * exact.abs().max()
     assert torch.backends.mkldnn.matmul.fp32_precision != "bf16"  # the fpmath mode is restored
+
+
+@pytest.mark.parametrize("softcap, scaling", [(30.0, None), (None, 4.0), (None, None)])
+def test_bf16_head_converts_its_weight_once_and_scales_in_place_bit_identically(softcap, scaling):
+    """The cached float32 copy of the weight and the in-place softcap / scaling are speed-ups only: the
+    logits equal the plain out-of-place computation bit for bit, and a changed weight is re-read."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from depthprune.objectives.base import _onednn_bf16_fpmath
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                         num_attention_heads=2, num_key_value_heads=1, vocab_size=1031)).eval()
+    model.config.final_logit_softcapping = softcap
+    model.config.logits_scaling = scaling
+    model.to(torch.bfloat16)
+    head = OutputHead(model, chunk_tokens=16)
+
+    def plain(hidden: torch.Tensor) -> torch.Tensor:
+        with _onednn_bf16_fpmath(True):
+            x = F.linear(hidden.float(), model.lm_head.weight.float())
+        x = x / scaling if scaling else x
+        return torch.tanh(x / softcap) * softcap if softcap else x
+
+    hidden, targets = torch.randn(37, 32).bfloat16(), torch.randint(0, 1031, (37,))
+    with torch.no_grad():
+        for _ in range(2):
+            assert torch.equal(head.logits(hidden), plain(hidden))
+        want = plain(hidden).gather(-1, targets[:, None]).squeeze(-1) - torch.logsumexp(plain(hidden), -1)
+        assert torch.equal(head.target_logprobs(hidden, targets), want)
+        model.lm_head.weight.mul_(2)  # the cached copy must follow the weight
+        assert torch.equal(head.logits(hidden), plain(hidden))
+    grad_in = hidden.clone().requires_grad_()  # with gradients: out of place, same values, a backward
+    out = head.logits(grad_in)
+    out.sum().backward()
+    assert grad_in.grad is not None and torch.equal(out.detach(), plain(hidden))

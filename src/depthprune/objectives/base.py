@@ -69,14 +69,26 @@ class OutputHead:
         self.scale *= float(getattr(config, "logit_scale", 1.0) or 1.0)
         self.softcap = getattr(config, "final_logit_softcapping", None)
         self.chunk_tokens = chunk_tokens
+        self._weight_f32: tuple[tuple[Any, ...], torch.Tensor] | None = None
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         x = self._product(hidden)
+        if self.scale == 1.0 and not self.softcap:
+            return x.float()
+        if x.requires_grad or x.dtype != torch.float32:  # autograd keeps tanh's output: no in-place ops
+            if self.scale != 1.0:
+                x = x * self.scale
+            if self.softcap:
+                x = torch.tanh(x / self.softcap) * self.softcap
+            return x.float()
+        # the same element-wise kernels in place, bit-identical: the logits are the largest tensor a
+        # forward makes (1 GB per 1,024 positions of gemma3's 262k vocabulary), and each out-of-place
+        # pass wrote a new copy (measured: 1.25 s -> 0.29 s for the softcap of such a chunk, 1 thread)
         if self.scale != 1.0:
-            x = x * self.scale
+            x.mul_(self.scale)
         if self.softcap:
-            x = torch.tanh(x / self.softcap) * self.softcap
-        return x.float()
+            x.div_(self.softcap).tanh_().mul_(self.softcap)
+        return x
 
     def _product(self, hidden: torch.Tensor) -> torch.Tensor:
         """``lm_head(hidden)`` with float32 output (class docstring)."""
@@ -92,7 +104,19 @@ class OutputHead:
         bias = None if head.bias is None else head.bias.float()
         exact_bf16 = hidden.dtype == torch.bfloat16 and head.weight.dtype == torch.bfloat16 and not hidden.is_cuda
         with _onednn_bf16_fpmath(exact_bf16):
-            return nn.functional.linear(hidden.float(), head.weight.float(), bias)
+            return nn.functional.linear(hidden.float(), self._float_weight(), bias)
+
+    def _float_weight(self) -> torch.Tensor:
+        """``head.weight.float()``, converted once rather than per chunk while the weight is unchanged
+        (same tensor, same version): an exact copy, so the product is bit-identical. Measured on
+        gemma3's 262k x 640 head: 0.22 s per chunk, 1 thread. Not cached where the weight needs gradients."""
+        weight = self.head.weight
+        if weight.requires_grad and torch.is_grad_enabled():
+            return weight.float()
+        key = (weight.data_ptr(), weight._version, weight.dtype, weight.device, tuple(weight.shape))
+        if self._weight_f32 is None or self._weight_f32[0] != key:
+            self._weight_f32 = (key, weight.detach().float())
+        return self._weight_f32[1]
 
     def target_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """log p(targets[n] | hidden[n]) for flat ``hidden`` [N, H] and ``targets`` [N]."""
