@@ -30,7 +30,7 @@ from depthprune.report import intervals as I
 from depthprune.report import readme as R
 from depthprune.report import tables as T
 from depthprune.report import verdicts as V
-from depthprune.report.baselines import render_baselines
+from depthprune.report.baselines import render_baselines, render_task_baselines
 from depthprune.report.calibration_curve import find_curves, render_curves
 from depthprune.report.cells import fmt as _f, table as _fit_table
 from depthprune.report.claims import judge_all, load_thresholds, render_claims
@@ -314,6 +314,10 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     precision = render_precision(every, reference_dir)
     if precision:
         pages["precision.md"] = _page("Precision control: bf16 against float32", to_report, precision)
+    task_baselines, task_baselines_page = render_task_baselines()
+    if task_baselines_page:
+        pages["baselines.md"] = _page("Task baselines: every reader of every other task", to_report,
+                                      task_baselines_page)
     page_link = {name: _link(reports / name, out.parent) for name in pages}
 
     lines = [
@@ -348,8 +352,11 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     if curves:
         lines += ["## Calibration-size curve", "", *curves]
     baselines = render_baselines()
-    if baselines:
-        lines += ["## Task baselines: readers that see no model", "", *baselines]
+    if baselines or task_baselines:
+        lines += ["## Task baselines: readers that see no model", "", *baselines, *task_baselines]
+        if task_baselines:
+            lines += [f"Every reader of every task in this table: [{page_link['baselines.md']}]({page_link['baselines.md']}).",
+                      ""]
     real = _real_section(results, dense, figure_paths, out)
     if real:
         lines += ["## A real pretrained model on CPU", "", *real]

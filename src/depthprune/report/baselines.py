@@ -38,3 +38,53 @@ def render_baselines(path: Path = BASELINES) -> list[str]:
         f"model; chance {', '.join(f'{c:.2f}' for c in sorted(chance))}. The highest is {worst[2]} on {worst[1]}, "
         f"{100 * worst[0]:.1f} points above chance. Source: the package's `{path.relative_to(REAL_ASSETS.parents[2])}`.", "",
         tabulate(rows, headers=["baseline", *tasks], tablefmt="github", disable_numparse=True), ""]
+
+
+def _above(b: dict[str, Any]) -> str:
+    return f"{100 * (b['acc'] - b['chance']):+.1f}"
+
+
+def _leaks(b: dict[str, Any]) -> bool:
+    """A reader whose 95% interval lies wholly above chance: the text alone beats chance."""
+    return b["lo"] > b["chance"]
+
+
+def render_task_baselines(path: Path | None = None) -> tuple[list[str], list[str]]:
+    """(REPORT's lines, the page's lines) for every other shipped task's model-free baselines
+    (:mod:`depthprune.task_baselines`' frozen file): REPORT a row per task with its best reader, the page
+    every reader."""
+    from depthprune.task_baselines import FROZEN
+
+    path = FROZEN if path is None else path
+    if not path.is_file():
+        return [], []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    tasks = data["tasks"]
+    rows, leaking = [], []
+    for name in sorted(tasks, key=lambda t: (tasks[t]["profile"], t)):
+        t = tasks[name]
+        best, b = max(sorted(t["readers"].items()), key=lambda kv: kv[1]["acc"])
+        above = [r for r, v in sorted(t["readers"].items()) if _leaks(v)]
+        if above:
+            leaking.append(f"{name} ({', '.join(above)})")
+        rows.append([name, t["profile"], t["kind"].replace("_", " "), f"{t['split']}, {b['n']}", f"{b['chance']:.3f}",
+                     best, _cell(b), _above(b), f"{len(above)} of {len(t['readers'])}"])
+    source = f"`{path.relative_to(REAL_ASSETS.parents[2])}` (`{data['generated_by']}`, lm-eval {data['lm_eval']})"
+    head = [
+        f"Every other shipped task, read through lm-eval's own task definitions ({data['interval']}); multiple choice "
+        "by the corpus-free readers above, open cloze (LAMBADA) by copy readers of the passage (Paperno et al. 2016), "
+        f"whose chance is a random word of the task's vocabulary. Source: {source}. Readers whose interval lies wholly "
+        "above chance (each at 95%, not corrected for the 4-10 readers of a task): "
+        f"{'; '.join(leaking) + '.' if leaking else 'none.'}", "",
+        tabulate(rows, headers=["task", "profile", "kind", "split, items", "chance", "best reader", "its accuracy",
+                                "points above chance", "readers above chance"],
+                 tablefmt="github", disable_numparse=True), ""]
+    page = [f"Source: {source}; {data['interval']}.", ""]
+    for name in sorted(tasks, key=lambda t: (tasks[t]["profile"], t)):
+        t = tasks[name]
+        page += [f"## {name}", "", f"{t['kind'].replace('_', ' ')}, {t['split']} split; chance "
+                 f"{next(iter(t['readers'].values()))['chance']:.3f}.", "",
+                 tabulate([[r, _cell(v), _above(v)] for r, v in sorted(t["readers"].items())],
+                          headers=["reader", "accuracy [95%]", "points above chance"], tablefmt="github",
+                          disable_numparse=True), ""]
+    return head, page
