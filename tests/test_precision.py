@@ -196,6 +196,12 @@ def test_bf16_head_converts_its_weight_once_and_scales_in_place_bit_identically(
         assert torch.equal(head.target_logprobs(hidden, targets), want)
         model.lm_head.weight.mul_(2)  # the cached copy must follow the weight
         assert torch.equal(head.logits(hidden), plain(hidden))
+    from depthprune.objectives.base import _logsumexp_
+
+    edge = torch.randn(6, 50) * 30
+    edge[1, 3], edge[2, :] = float("inf"), float("-inf")  # torch reads an infinite max as 0
+    edge[3, 7] = float("nan")
+    assert torch.allclose(_logsumexp_(edge.clone()), torch.logsumexp(edge, -1), rtol=0, atol=0, equal_nan=True)
     grad_in = hidden.clone().requires_grad_()  # with gradients: out of place, same values, a backward
     out = head.logits(grad_in)
     out.sum().backward()
