@@ -88,7 +88,7 @@ def test_a_stale_page_goes_and_a_hand_written_one_stays(tmp_path):
     (reports / "gone.md").write_text(f"{GENERATED}\n# an old grid's page\n")
     (reports / "notes.md").write_text("# mine\n")
     write_report([results], tmp_path / "REPORT.md", cases_dir=None)
-    assert sorted(p.name for p in reports.iterdir()) == ["notes.md", "t.md"]
+    assert sorted(p.name for p in reports.iterdir()) == ["baselines.md", "notes.md", "t.md"]  # baselines: always
 
 
 def test_paired_difference_sees_a_real_gap_and_not_noise():
@@ -148,3 +148,30 @@ def test_a_real_profile_grid_gets_its_own_columns_section_and_single_layer_figur
     assert "One small real model, not the paper's." in text and "SmolLM2-135M-Instruct" in text
     assert (tmp_path / "figures" / "single-layer-real-smollm2-135m.png").stat().st_size > 1000
     assert "single-layer-real-smollm2-135m.png" in text
+
+
+def test_a_grid_run_in_part_says_which_models_lack_results(tmp_path):
+    from depthprune.report import readme_block
+
+    results = tmp_path / "results"
+    searchers = ["oneshot", "greedy", "beam"]
+    for i, s in enumerate(searchers):
+        write_result(results / "t" / f"tiny-llama3-ppl-{s}-M3.json",
+                     _cell("tiny-llama3", "ppl", s, [7, 8, 9], 2.0 + 0.01 * i, 0.40 + 0.01 * i))
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "t.toml").write_text('[grid]\nname = "t"\nmodels = ["tiny-llama3", "tiny-qwen3"]\nobjectives = ["ppl"]\n'
+                                  f'searchers = {searchers!r}\nbudgets = [3]\n'.replace("'", '"'))
+    text = write_report([results], tmp_path / "REPORT.md", cases_dir=cases).read_text()
+    assert "Run in part: `t`" in text
+    assert "`t` is run in part (cells with results: tiny-qwen3 0 of 3)" in text  # tiny-llama3 has all 3
+    readme = tmp_path / "README.md"
+    block = "\n".join(readme_block([results], readme, tmp_path / "REPORT.md", cases_dir=cases))
+    assert "Run in part: `t`" in block
+    write_result(results / "t" / "tiny-qwen3-ppl-oneshot-M3.json", _cell("tiny-qwen3", "ppl", "oneshot", [1], 2.0, 0.4))
+    text = write_report([results], tmp_path / "REPORT.md", cases_dir=cases).read_text()
+    assert "tiny-qwen3 1 of 3" in text
+    broken = cases / "t.toml"
+    broken.write_text(broken.read_text() + "[objective.ppl]\nbogus = 1\n")  # valid TOML, not a valid grid: nothing claimed
+    text = write_report([results], tmp_path / "REPORT.md", cases_dir=cases).read_text()
+    assert "run in part" not in text.lower()

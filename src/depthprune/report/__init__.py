@@ -35,7 +35,7 @@ from depthprune.report.calibration_curve import find_curves, render_curves
 from depthprune.report.cells import fmt as _f, table as _fit_table
 from depthprune.report.claims import judge_all, load_thresholds, render_claims
 from depthprune.report.controls import is_control, render_controls
-from depthprune.report.grids import DeclaredGrid, declared_grids
+from depthprune.report.grids import DeclaredGrid, declared_grids, partial_grids, partial_lines
 from depthprune.report.precision import render_precision
 from depthprune.report.variance import share_rows
 from depthprune.report.wrap import wrap_markdown
@@ -200,6 +200,9 @@ def _variance_section(results: list[dict[str, Any]]) -> list[str]:
                      tablefmt="github", disable_numparse=True)]
 
 
+PARTIAL_TITLE = "Grids not run yet, or run in part"
+
+
 def _not_run_section(missing: Sequence[DeclaredGrid]) -> list[str]:
     """The declared main grids without results, and how to run them."""
     lines = ["No results of these grids are among those read, so their columns in the matrix say NOT RUN:", ""]
@@ -277,7 +280,8 @@ def readme_block(results_dirs: Iterable[str | Path], readme: str | Path, report:
     _, results = reported(results_dirs)
     grids = {r["grid"] for r in results}
     not_run = [d.name for d in declared_grids(cases_dir) if d.name not in grids]
-    return R.block(judge_all(results, load_thresholds()), not_run, readme, report)
+    in_part = list(partial_grids([d for d in declared_grids(cases_dir) if d.name in grids], results))
+    return R.block(judge_all(results, load_thresholds()), not_run, readme, report, in_part)
 
 
 def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.md",
@@ -319,6 +323,8 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
         pages["baselines.md"] = _page("Task baselines: every reader of every other task", to_report,
                                       task_baselines_page)
     page_link = {name: _link(reports / name, out.parent) for name in pages}
+    partly = partial_grids([d for d in declared_grids(cases_dir) if d.name in grids], results)
+    partial, in_part = partial_lines(partly), list(partly)
 
     lines = [
         "# depthprune report", "",
@@ -326,6 +332,8 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
         "do not edit by hand.", "",
         "## Verdicts: the paper's claims × grids", "",
         *V.matrix(verdicts, not_run), "",
+        *([f"Run in part: {', '.join(f'`{g}`' for g in in_part)} (which cells: [below](#{_slug(PARTIAL_TITLE)})).", ""]
+          if in_part else []),
         "What was found, claim by claim:", "",
         *V.findings(verdicts), "",
         "The evidence, grid by grid (the long per-condition tables):", "",
@@ -340,8 +348,10 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
         if name.removesuffix(".md") not in grids:
             lines.append(f"- [{page_link[name]}]({page_link[name]}): {pages[name][1][2:]}, in full.")
     lines.append("")
-    if missing:
-        lines += ["## Grids not run yet", "", *_not_run_section(missing)]
+    if missing or partial:
+        lines += [f"## {PARTIAL_TITLE}", ""]
+        lines += _not_run_section(missing) if missing else []
+        lines += [*partial, ""] if partial else []
     lines += ["## The claims in detail", "", *render_claims(results, thresholds, verdicts), ""]
     lines += ["## Objective vs searcher: shares of variance", "", *_variance_section(results), ""]
     tally = {g: T.noise_tally(A.by_condition([r for r in results if r["grid"] == g])) for g in grids}
@@ -390,7 +400,7 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     for name, page in pages.items():
         _write(reports / name, page)
     if readme is not None:
-        R.rewrite(readme, R.block(verdicts, not_run, readme, out))
+        R.rewrite(readme, R.block(verdicts, not_run, readme, out, in_part))
     return out
 
 

@@ -3,15 +3,18 @@
 A verdict matrix with a column only for the grids that have results would hide the grids that
 matter most (the paper's, on GPUs): a grid declared in ``cases/`` without results gets a column
 that says NOT RUN. Only each file's ``[grid]`` table is read (name, kind, device, models,
-description): the report needs no cell list, and a case file being edited elsewhere in the file
-cannot break it.
+description), so a case file being edited elsewhere cannot break the matrix. A grid with results is
+also checked against its whole cell list (:func:`missing_cells`, where the file loads), so a grid run
+in part -- one model of two -- says so beside its column instead of passing for the whole grid.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -42,3 +45,37 @@ def declared_grids(cases_dir: str | Path | None) -> list[DeclaredGrid]:
             out.append(DeclaredGrid(g["name"], path, g.get("device", "auto"), tuple(g.get("models", ())),
                                     g.get("description", "")))
     return sorted(out, key=lambda d: d.name)
+
+
+def missing_cells(grid: DeclaredGrid, results: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int]] | None:
+    """model -> (cells with results, cells declared) for each model of ``grid`` that lacks some; None where
+    the case file does not load (then the report says nothing it cannot check)."""
+    from depthprune.grid.cases import load_grid
+
+    try:
+        cells = load_grid(grid.path).cells()
+    except (OSError, ValueError):
+        return None
+    have = {r.get("cell") for r in results if r.get("grid") == grid.name}
+    out: dict[str, tuple[int, int]] = {}
+    for model in sorted({c.model for c in cells}):
+        ids = [c.id for c in cells if c.model == model]
+        done = sum(i in have for i in ids)
+        if done < len(ids):
+            out[model] = (done, len(ids))
+    return out
+
+
+def partial_grids(grids: Iterable[DeclaredGrid], results: list[Mapping[str, Any]]) -> dict[str, dict[str, tuple[int, int]]]:
+    """grid -> :func:`missing_cells`, for each of ``grids`` that misses some of its declared cells."""
+    return {d.name: m for d in grids if (m := missing_cells(d, results))}
+
+
+def partial_lines(partial: Mapping[str, Mapping[str, tuple[int, int]]]) -> list[str]:
+    """A line per grid run in part: which models, how many of their cells have results."""
+    lines = []
+    for grid, missing in partial.items():
+        parts = [f"{model} {done} of {total}" for model, (done, total) in missing.items()]
+        lines.append(f"- `{grid}` is run in part (cells with results: {', '.join(parts)}): its column rests on "
+                     "the cells run, and a model without results is not in its verdicts.")
+    return lines

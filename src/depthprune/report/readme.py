@@ -44,10 +44,14 @@ def beside(out: str | Path) -> Path | None:
     return readme if has_block(readme) else None
 
 
-def block(verdicts: Sequence[Verdict], not_run: Sequence[str], readme: str | Path, report: str | Path) -> list[str]:
-    """The marker lines and the matrix between them, linking to ``report`` relative to ``readme``."""
+def block(verdicts: Sequence[Verdict], not_run: Sequence[str], readme: str | Path, report: str | Path,
+          in_part: Sequence[str] = ()) -> list[str]:
+    """The marker lines and the matrix between them, linking to ``report`` relative to ``readme``;
+    ``in_part``: grids run in part (REPORT says which cells)."""
     link = Path(os.path.relpath(Path(report).resolve(), Path(readme).resolve().parent)).as_posix()
     lines = [START, *matrix(verdicts, not_run), "",
+             *([f"Run in part: {', '.join(f'`{g}`' for g in in_part)}; its column rests on the cells run.", ""]
+               if in_part else []),
              f"Each claim's quote, statistic, interval and threshold, and how each verdict moves with its threshold: "
              f"[{link}]({link}).", END]
     return wrap_markdown(lines)  # one line per table row, prose wrapped as REPORT.md's
