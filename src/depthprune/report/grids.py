@@ -4,7 +4,7 @@ A verdict matrix with a column only for the grids that have results would hide t
 matter most (the paper's, on GPUs): a grid declared in ``cases/`` without results gets a column
 that says NOT RUN. Only each file's ``[grid]`` table is read (name, kind, device, models,
 description), so a case file being edited elsewhere cannot break the matrix. A grid with results is
-also checked against its whole cell list (:func:`missing_cells`, where the file loads), so a grid run
+also checked against its whole cell list (:func:`depthprune.report.grids.missing_cells`, where the file loads), so a grid run
 in part -- one model of two -- says so beside its column instead of passing for the whole grid.
 """
 
@@ -67,7 +67,7 @@ def missing_cells(grid: DeclaredGrid, results: Iterable[Mapping[str, Any]]) -> d
 
 
 def partial_grids(grids: Iterable[DeclaredGrid], results: list[Mapping[str, Any]]) -> dict[str, dict[str, tuple[int, int]]]:
-    """grid -> :func:`missing_cells`, for each of ``grids`` that misses some of its declared cells."""
+    """grid -> :func:`depthprune.report.grids.missing_cells`, for each of ``grids`` that misses some of its declared cells."""
     return {d.name: m for d in grids if (m := missing_cells(d, results))}
 
 
