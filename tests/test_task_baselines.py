@@ -77,20 +77,27 @@ def test_other_output_types_are_refused_with_the_task_and_what_is_allowed():
         tb.task_baselines("gen", _Task(_docs(3, lambda i: 0), output_type="generate_until"))
 
 
-def test_the_frozen_file_is_what_a_rebuild_gives(capsys):
-    assert tb.main(["check"]) == 0, capsys.readouterr().err
+@pytest.fixture(scope="module")
+def rebuilt():
+    return tb.build()  # every shipped task through lm-eval, ~12 s: once for the module
+
+
+def test_the_frozen_file_is_what_a_rebuild_gives(rebuilt):
+    assert not tb.stale(tb.FROZEN, rebuilt), "run python -m depthprune.task_baselines build"
     data = tb.load()
     assert {t["profile"] for t in data["tasks"].values()} == set(tb.SHIPPED)
     assert len(data["tasks"]) == sum(len(v) for v in tb.SHIPPED.values())
 
 
-def test_a_stale_file_fails_the_check(tmp_path, capsys):
-    stale = tmp_path / "stale.json"
+def test_check_fails_on_a_stale_file_and_build_writes_a_fresh_one(rebuilt, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tb, "build", lambda seed=tb.SEED: rebuilt)
+    path = tmp_path / "baselines.json"
     data = tb.load()
     data["tasks"]["tiny_piqa"]["readers"]["longest"]["acc"] += 0.01
-    stale.write_text(json.dumps(data))
-    assert tb.main(["check", "--out", str(stale)]) == 1
+    path.write_text(json.dumps(data))
+    assert tb.main(["check", "--out", str(path)]) == 1
     assert "differs from a rebuild" in capsys.readouterr().err
+    assert tb.main(["build", "--out", str(path)]) == 0 and tb.main(["check", "--out", str(path)]) == 0
 
 
 def test_report_shows_every_task_with_its_best_reader_and_interval_and_every_reader_on_its_page(tmp_path):

@@ -185,6 +185,16 @@ def load(path: Path = FROZEN) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def dumps(data: dict[str, Any]) -> str:
+    """The frozen file's text for ``data`` (what ``build`` writes and ``check`` compares)."""
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def stale(path: Path, data: dict[str, Any]) -> bool:
+    """Whether ``path`` is not what ``data`` (a rebuild) would write."""
+    return not path.is_file() or path.read_text(encoding="utf-8") != dumps(data)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m depthprune.task_baselines", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("build", "check"),
@@ -192,12 +202,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=FROZEN, help=f"the frozen file (default: {FROZEN.name} in the package)")
     args = parser.parse_args(argv)
     data = build()
-    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
     if args.command == "build":
-        args.out.write_text(text, encoding="utf-8")
+        args.out.write_text(dumps(data), encoding="utf-8")
         print(f"wrote {args.out} ({len(data['tasks'])} tasks)")
         return 0
-    if not args.out.is_file() or args.out.read_text(encoding="utf-8") != text:
+    if stale(args.out, data):
         print(f"{args.out}: differs from a rebuild; run python -m depthprune.task_baselines build", file=sys.stderr)
         return 1
     print(f"{args.out}: matches a rebuild ({len(data['tasks'])} tasks)")
