@@ -257,7 +257,8 @@ def _page(title: str, report_link: str, body: list[str]) -> list[str]:
 def _grid_page(grid: str, results: list[dict[str, Any]], dense, report_link: str) -> list[str]:
     conds = A.by_condition([r for r in results if r["grid"] == grid])
     return _page(f"Grid `{grid}`: the per-condition tables", report_link, [
-        "## Results per model, objective and budget", "", *T.results_section(results, conds, dense),
+        "## Results per model, objective and budget", "", *T.results_section([r for r in results if r["grid"] == grid],
+                                                                              conds, dense),
         "## Calibration loss vs accuracy (Spearman)", "", *T.spearman_section(conds), "",
         "## Overlap of removed sets", "", *T.overlap_section(conds), "",
         "## Accuracy differences against evaluation noise", "", *T.noise_section(conds), ""])

@@ -15,6 +15,7 @@ from typing import Any
 from tabulate import tabulate
 
 from depthprune.models import REAL_ASSETS
+from depthprune.report.cells import table
 
 BASELINES = REAL_ASSETS / "tasks" / "mc" / "baselines.json"
 
@@ -76,9 +77,10 @@ def render_task_baselines(path: Path | None = None) -> tuple[list[str], list[str
         f"whose chance is a random word of the task's vocabulary. Source: {source}. Readers whose interval lies wholly "
         "above chance (each at 95%, not corrected for the 4-10 readers of a task): "
         f"{'; '.join(leaking) + '.' if leaking else 'none.'}", "",
-        tabulate(rows, headers=["task", "profile", "kind", "split, items", "chance", "best reader", "its accuracy",
-                                "points above chance", "readers above chance"],
-                 tablefmt="github", disable_numparse=True), ""]
+        table(rows, headers=["task", "profile", "kind", "split, n", "chance", "best reader", "its accuracy [95%]",
+                             "+points", "above chance"]), "",
+        "(+points: the best reader's accuracy minus chance, in points; above chance: how many of the task's readers "
+        "have a 95% interval wholly above chance.)", ""]
     page = [f"Source: {source}; {data['interval']}.", ""]
     for name in sorted(tasks, key=lambda t: (tasks[t]["profile"], t)):
         t = tasks[name]
