@@ -31,6 +31,7 @@ from depthprune.report import readme as R
 from depthprune.report import tables as T
 from depthprune.report import verdicts as V
 from depthprune.report.baselines import render_baselines, render_task_baselines
+from depthprune.task_baselines import FROZEN as TASK_BASELINES
 from depthprune.report.calibration_curve import find_curves, render_curves
 from depthprune.report.cells import fmt as _f, table as _fit_table
 from depthprune.report.claims import judge_all, load_thresholds, render_claims
@@ -89,7 +90,7 @@ def _real_section(results: list[dict[str, Any]], dense: dict[tuple[str, str], di
                   f"{card.get('parameters', '?'):,} parameters, {card.get('layers', rows[0]['n_layers'])} blocks "
                   f"(the paper's models: 8B, 32–36 blocks). Its phenomena are this model's; they neither confirm "
                   "nor refute the paper's numbers, only whether its claims can be seen in a real pretrained "
-                  f"network on this grid's small calibration sets. {len(rows)} cells here — searchers "
+                  f"network at this grid's calibration and evaluation sizes. {len(rows)} cells here — searchers "
                   f"{', '.join(sorted({r['search'] for r in rows}, key=A.searcher_rank))}, objectives "
                   f"{', '.join(sorted({r['objective'] for r in rows}))}, M = "
                   f"{', '.join(str(b) for b in sorted({r['budget'] for r in rows}))}; its verdicts above rest on "
@@ -99,14 +100,18 @@ def _real_section(results: list[dict[str, Any]], dense: dict[tuple[str, str], di
         record = dense.get((grid, model), {})
         d = record.get("metrics", {})
         table = []
-        for lm_name, m in sorted(measured.items()):
-            short = lm_name.removeprefix("real_")
+        card_tasks = {lm_name.removeprefix("real_"): m for lm_name, m in measured.items()}
+        graded = _evaluated_tasks(d)  # the grid's own tasks first: they are what its verdicts read
+        for short in [*graded, *sorted(set(card_tasks) - set(graded))]:
+            m = card_tasks.get(short, {})
             for metric in ("acc", "acc_norm"):
-                if metric in m:
+                if metric in m or f"{short}_{metric}" in d:
                     n = m.get("n")
-                    on_card = I.wilson(m[metric], n).points() if isinstance(n, int) and n > 0 else _f(m[metric], 3)
+                    on_card = ("–" if metric not in m else I.wilson(m[metric], n).points()
+                               if isinstance(n, int) and n > 0 else _f(m[metric], 3))
                     sliced = T.accuracy_cell(record, [short], lambda _t, k=metric: k, d.get(f"{short}_{metric}"))
-                    table.append([short, metric, on_card, n if n is not None else "?", sliced, m.get("chance", "?")])
+                    table.append([short, metric, on_card, n if n is not None else "–", sliced,
+                                  m.get("chance", _chance(short))])
         if table:
             lines += ["", "Dense model against chance, accuracies in % with 95% intervals (full task sets from the "
                       "model card, Wilson; the grid evaluates a slice, its dense figures beside them, cluster "
@@ -119,6 +124,27 @@ def _real_section(results: list[dict[str, Any]], dense: dict[tuple[str, str], di
                           "the prior every searcher shares):", "", f"![{path.stem}]({_link(path, out.parent)})"]
         lines.append("")
     return lines
+
+
+def _evaluated_tasks(metrics: dict[str, Any]) -> list[str]:
+    """The tasks a dense record's metrics were evaluated on (``<task>_acc`` / ``<task>_acc_norm``)."""
+    tasks = {k.removesuffix("_acc_norm") if k.endswith("_acc_norm") else k.removesuffix("_acc")
+             for k in metrics if k.endswith(("_acc", "_acc_norm")) and not k.endswith("_stderr")}
+    return sorted(tasks - {"avg", "lambada"})
+
+
+def _chance(task: str) -> Any:
+    """A real task's chance level from its frozen baselines, or "?"."""
+    from depthprune.report.baselines import BASELINES
+
+    for path in (BASELINES, TASK_BASELINES):
+        if path.is_file():
+            tasks = json.loads(path.read_text(encoding="utf-8"))["tasks"]
+            entry = tasks.get(f"real_{task}")
+            if entry:
+                readers = entry.get("readers", entry)
+                return round(next(iter(readers.values()))["chance"], 3)
+    return "?"
 
 
 def _protocol_section(results: list[dict[str, Any]]) -> list[str]:
