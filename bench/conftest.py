@@ -62,11 +62,13 @@ def _grids(config):
 
 
 def _selection(config, grids, option: str, axis: str) -> set[str] | None:
-    """The exact names ``--model``/``--objective`` select, checked against the grids' axes."""
+    """The exact names ``--model``/``--objective`` select, checked against the grids' cells (a ``[[cells]]``
+    block may add a model or objective that the ``[grid]`` table does not name: real.toml's gemma3-270m)."""
     wanted = config.getoption(option)
     if not wanted:
         return None
-    allowed = sorted({name for g in grids for name in getattr(g, axis)})
+    field = {"models": "model", "objectives": "objective"}[axis]
+    allowed = sorted({getattr(cell, field) for g in grids for cell in g.cells()})
     unknown = [w for w in wanted if w not in allowed]
     if unknown:
         raise pytest.UsageError(f"{option} {unknown[0]}: not in the selected grids; allowed: {', '.join(allowed)}")

@@ -79,6 +79,24 @@ def test_bench_refuses_an_unknown_model(cases):
     assert proc.returncode != 0 and "--model tiny-qwen3" in said and "allowed: tiny-llama3" in said
 
 
+def test_bench_selects_a_model_that_only_a_cells_block_adds():
+    """real.toml's [grid] names smollm2-135m; gemma3-270m comes from its [[cells]] blocks. Both are selectable."""
+    import subprocess
+    import sys
+
+    def collect(model):
+        return subprocess.run([sys.executable, "-m", "pytest", "bench/test_grid.py", "--grid", "real", "--full-grid",
+                               "--model", model, "--collect-only", "-q", "-p", "no:cacheprovider"],
+                              cwd=ROOT, capture_output=True, text=True)
+
+    proc = collect("gemma3-270m")
+    ids = [line for line in proc.stdout.splitlines() if "test_cell[" in line]
+    assert proc.returncode == 0 and len(ids) == 42 and all("gemma3-270m-" in i for i in ids), proc.stdout[-2000:]
+    proc = collect("llama3-8b")
+    said = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "allowed: gemma3-270m, smollm2-135m" in said
+
+
 def test_submit_usage_errors(cases, tmp_path, capsys):
     base = ["submit", "--cases", str(cases), "--results", str(tmp_path / "r")]
     assert main([*base, "--grid", "nope"]) == 2
