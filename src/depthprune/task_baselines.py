@@ -59,11 +59,20 @@ class TaskBaselines:
 
     @property
     def chance(self) -> float:
-        return next(iter(self.readers.values()))["chance"]
+        return chance(self.readers)
 
     def best(self) -> tuple[str, dict[str, float]]:
-        """The reader with the highest accuracy (ties: the first by name)."""
-        return max(sorted(self.readers.items()), key=lambda kv: kv[1]["acc"])
+        return best(self.readers)
+
+
+def chance(readers: Mapping[str, Mapping[str, float]]) -> float:
+    """A task's chance level (every reader of a task records the same)."""
+    return next(iter(readers.values()))["chance"]
+
+
+def best(readers: Mapping[str, Mapping[str, float]]) -> tuple[str, Mapping[str, float]]:
+    """The reader with the highest accuracy (ties: the first by name)."""
+    return max(sorted(readers.items()), key=lambda kv: kv[1]["acc"])
 
 
 def _label(task, doc: Mapping[str, Any], choices: Sequence[str]) -> int:
@@ -93,14 +102,7 @@ def mc_items(task, docs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def mc_report(test: Sequence[dict[str, Any]], train: Sequence[dict[str, Any]], seed: int = 0) -> dict[str, dict[str, float]]:
     """Every corpus-free reader on ``test`` (TF-IDF fitted on ``train``, else on ``test``'s texts; the
     option-only classifier only with a ``train`` split)."""
-    k = len(test[0]["options"])
-    readers = {f"position_{j}": (lambda items, j=j: bl.position(items, j)) for j in range(k)}
-    readers |= {"longest": lambda items: bl.length(items, 1.0), "shortest": lambda items: bl.length(items, -1.0),
-                "overlap": bl.overlap}
-    fit = train or test
-    readers |= {"tfidf_word": bl.TfidfCosine(fit, "word"), "tfidf_char": bl.TfidfCosine(fit, "char")}
-    if train:
-        readers["option_only"] = bl.OptionOnly(train)
+    readers = bl.cheap_readers(train, None, fit=train or test)
     return {name: bl.summary(bl.outcomes(test, reader(test)), test, seed) for name, reader in readers.items()}
 
 

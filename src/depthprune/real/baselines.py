@@ -234,25 +234,27 @@ class NgramLM:
         return [[self.logprob(item["ctx"], o) / (len(o) if norm else 1) for o in item["options"]] for item in items]
 
 
-def cheap_readers(train: Sequence[Item], counts: Mapping[str, Mapping[str, int]],
-                  ) -> dict[str, Callable[[Sequence[Item]], Scores]]:
-    """Every baseline that needs only the frozen task files (name -> reader of items)."""
-    word_tfidf, char_tfidf, option_only = TfidfCosine(train, "word"), TfidfCosine(train, "char"), OptionOnly(train)
-    k = len(train[0]["options"])
+def cheap_readers(train: Sequence[Item], counts: Mapping[str, Mapping[str, int]] | None,
+                  fit: Sequence[Item] | None = None) -> dict[str, Callable[[Sequence[Item]], Scores]]:
+    """Every baseline that needs only the frozen task files (name -> reader of items).
+
+    Without ``counts`` the frequency readers are left out; TF-IDF is fitted on ``fit`` (default ``train``),
+    and the option-only classifier, which needs labels, is there only with a ``train`` split."""
+    fit = train if fit is None else fit
+    k = len(fit[0]["options"])
     readers: dict[str, Callable[[Sequence[Item]], Scores]] = {
         f"position_{j}": (lambda items, j=j: position(items, j)) for j in range(k)}
-    readers |= {
-        "longest": lambda items: length(items, 1.0),
-        "shortest": lambda items: length(items, -1.0),
-        "frequent_corpus": lambda items: frequency(items, counts, "corpus", 1.0),
-        "rare_corpus": lambda items: frequency(items, counts, "corpus", -1.0),
-        "frequent_semcor": lambda items: frequency(items, counts, "semcor", 1.0),
-        "rare_semcor": lambda items: frequency(items, counts, "semcor", -1.0),
-        "overlap": overlap,
-        "tfidf_word": word_tfidf,
-        "tfidf_char": char_tfidf,
-        "option_only": option_only,
-    }
+    readers |= {"longest": lambda items: length(items, 1.0), "shortest": lambda items: length(items, -1.0)}
+    if counts is not None:
+        readers |= {
+            "frequent_corpus": lambda items: frequency(items, counts, "corpus", 1.0),
+            "rare_corpus": lambda items: frequency(items, counts, "corpus", -1.0),
+            "frequent_semcor": lambda items: frequency(items, counts, "semcor", 1.0),
+            "rare_semcor": lambda items: frequency(items, counts, "semcor", -1.0),
+        }
+    readers |= {"overlap": overlap, "tfidf_word": TfidfCosine(fit, "word"), "tfidf_char": TfidfCosine(fit, "char")}
+    if train:
+        readers["option_only"] = OptionOnly(train)
     return readers
 
 

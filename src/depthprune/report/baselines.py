@@ -54,22 +54,23 @@ def render_task_baselines(path: Path | None = None) -> tuple[list[str], list[str
     """(REPORT's lines, the page's lines) for every other shipped task's model-free baselines
     (:mod:`depthprune.task_baselines`' frozen file): REPORT a row per task with its best reader, the page
     every reader."""
-    from depthprune.task_baselines import FROZEN
+    from depthprune.task_baselines import FROZEN, best, chance
 
     path = FROZEN if path is None else path
     if not path.is_file():
         return [], []
     data = json.loads(path.read_text(encoding="utf-8"))
     tasks = data["tasks"]
+    order = sorted(tasks, key=lambda t: (tasks[t]["profile"], t))
     rows, leaking = [], []
-    for name in sorted(tasks, key=lambda t: (tasks[t]["profile"], t)):
+    for name in order:
         t = tasks[name]
-        best, b = max(sorted(t["readers"].items()), key=lambda kv: kv[1]["acc"])
+        reader, b = best(t["readers"])
         above = [r for r, v in sorted(t["readers"].items()) if _leaks(v)]
         if above:
             leaking.append(f"{name} ({', '.join(above)})")
         rows.append([name, t["profile"], t["kind"].replace("_", " "), f"{t['split']}, {b['n']}", f"{b['chance']:.3f}",
-                     best, _cell(b), _above(b), f"{len(above)} of {len(t['readers'])}"])
+                     reader, _cell(b), _above(b), f"{len(above)} of {len(t['readers'])}"])
     source = f"`{path.relative_to(REAL_ASSETS.parents[2])}` (`{data['generated_by']}`, lm-eval {data['lm_eval']})"
     head = [
         f"Every other shipped task, read through lm-eval's own task definitions ({data['interval']}); multiple choice "
@@ -82,10 +83,10 @@ def render_task_baselines(path: Path | None = None) -> tuple[list[str], list[str
         "(+points: the best reader's accuracy minus chance, in points; above chance: how many of the task's readers "
         "have a 95% interval wholly above chance.)", ""]
     page = [f"Source: {source}; {data['interval']}.", ""]
-    for name in sorted(tasks, key=lambda t: (tasks[t]["profile"], t)):
+    for name in order:
         t = tasks[name]
         page += [f"## {name}", "", f"{t['kind'].replace('_', ' ')}, {t['split']} split; chance "
-                 f"{next(iter(t['readers'].values()))['chance']:.3f}.", "",
+                 f"{chance(t['readers']):.3f}.", "",
                  tabulate([[r, _cell(v), _above(v)] for r, v in sorted(t["readers"].items())],
                           headers=["reader", "accuracy [95%]", "points above chance"], tablefmt="github",
                           disable_numparse=True), ""]
