@@ -30,8 +30,9 @@ from depthprune.report import intervals as I
 from depthprune.report import readme as R
 from depthprune.report import tables as T
 from depthprune.report import verdicts as V
-from depthprune.report.baselines import render_baselines, render_task_baselines
+from depthprune.report.baselines import BASELINES, render_baselines, render_task_baselines
 from depthprune.task_baselines import FROZEN as TASK_BASELINES
+from depthprune.task_baselines import chance as task_chance
 from depthprune.report.calibration_curve import find_curves, render_curves
 from depthprune.report.cells import fmt as _f, table as _fit_table
 from depthprune.report.claims import judge_all, load_thresholds, render_claims
@@ -82,6 +83,7 @@ def _real_section(results: list[dict[str, Any]], dense: dict[tuple[str, str], di
     """Grids on a real pretrained model (profile ``real``): what the model is, how the dense model
     does against chance, its single-layer removal profile — one small real model, not the paper's."""
     lines: list[str] = []
+    chances = _frozen_chances()
     for grid, model in sorted({(r["grid"], r["model"]) for r in results if r.get("profile") == "real"}):
         card = _model_card(model)
         rows = [r for r in results if r["grid"] == grid and r["model"] == model]
@@ -111,7 +113,7 @@ def _real_section(results: list[dict[str, Any]], dense: dict[tuple[str, str], di
                                if isinstance(n, int) and n > 0 else _f(m[metric], 3))
                     sliced = T.accuracy_cell(record, [short], lambda _t, k=metric: k, d.get(f"{short}_{metric}"))
                     table.append([short, metric, on_card, n if n is not None else "–", sliced,
-                                  m.get("chance", _chance(short))])
+                                  m.get("chance", chances.get(f"real_{short}", "?"))])
         if table:
             lines += ["", "Dense model against chance, accuracies in % with 95% intervals (full task sets from the "
                       "model card, Wilson; the grid evaluates a slice, its dense figures beside them, cluster "
@@ -129,22 +131,18 @@ def _real_section(results: list[dict[str, Any]], dense: dict[tuple[str, str], di
 def _evaluated_tasks(metrics: dict[str, Any]) -> list[str]:
     """The tasks a dense record's metrics were evaluated on (``<task>_acc`` / ``<task>_acc_norm``)."""
     tasks = {k.removesuffix("_acc_norm") if k.endswith("_acc_norm") else k.removesuffix("_acc")
-             for k in metrics if k.endswith(("_acc", "_acc_norm")) and not k.endswith("_stderr")}
+             for k in metrics if k.endswith(("_acc", "_acc_norm"))}
     return sorted(tasks - {"avg", "lambada"})
 
 
-def _chance(task: str) -> Any:
-    """A real task's chance level from its frozen baselines, or "?"."""
-    from depthprune.report.baselines import BASELINES
-
-    for path in (BASELINES, TASK_BASELINES):
+def _frozen_chances() -> dict[str, float]:
+    """lm-eval task -> chance, from the frozen baselines (the WordNet builder's and every other task's)."""
+    out: dict[str, float] = {}
+    for path, readers_of in ((BASELINES, lambda entry: entry), (TASK_BASELINES, lambda entry: entry["readers"])):
         if path.is_file():
-            tasks = json.loads(path.read_text(encoding="utf-8"))["tasks"]
-            entry = tasks.get(f"real_{task}")
-            if entry:
-                readers = entry.get("readers", entry)
-                return round(next(iter(readers.values()))["chance"], 3)
-    return "?"
+            for name, entry in json.loads(path.read_text(encoding="utf-8"))["tasks"].items():
+                out.setdefault(name, round(task_chance(readers_of(entry)), 3))
+    return out
 
 
 def _protocol_section(results: list[dict[str, Any]]) -> list[str]:
@@ -306,8 +304,9 @@ def readme_block(results_dirs: Iterable[str | Path], readme: str | Path, report:
     """The README verdict block ``write_report`` writes for these results (what a test compares)."""
     _, results = reported(results_dirs)
     grids = {r["grid"] for r in results}
-    not_run = [d.name for d in declared_grids(cases_dir) if d.name not in grids]
-    in_part = list(partial_grids([d for d in declared_grids(cases_dir) if d.name in grids], results))
+    declared = declared_grids(cases_dir)
+    not_run = [d.name for d in declared if d.name not in grids]
+    in_part = list(partial_grids([d for d in declared if d.name in grids], results))
     return R.block(judge_all(results, load_thresholds()), not_run, readme, report, in_part)
 
 
@@ -333,7 +332,8 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     controls_grids = sorted({r["grid"] for r in every if is_control(r)})
     thresholds = load_thresholds()
     verdicts = judge_all(results, thresholds)
-    missing = [d for d in declared_grids(cases_dir) if d.name not in grids]
+    declared = declared_grids(cases_dir)
+    missing = [d for d in declared if d.name not in grids]
     not_run = [d.name for d in missing]
     figure_paths = figures_for(conds, figures, grids, dense)
     to_report = _link(out, reports)
@@ -350,7 +350,7 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
         pages["baselines.md"] = _page("Task baselines: every reader of every other task", to_report,
                                       task_baselines_page)
     page_link = {name: _link(reports / name, out.parent) for name in pages}
-    partly = partial_grids([d for d in declared_grids(cases_dir) if d.name in grids], results)
+    partly = partial_grids([d for d in declared if d.name in grids], results)
     partial, in_part = partial_lines(partly), list(partly)
 
     lines = [
