@@ -61,13 +61,12 @@ def _grids(config):
     return grids
 
 
-def _selection(config, grids, option: str, axis: str) -> set[str] | None:
-    """The exact names ``--model``/``--objective`` select, checked against the grids' cells (a ``[[cells]]``
-    block may add a model or objective that the ``[grid]`` table does not name: real.toml's gemma3-270m)."""
+def _selection(config, grids, option: str, field: str) -> set[str] | None:
+    """The exact names ``--model``/``--objective`` select, checked against the grids' cells' ``field`` (a
+    ``[[cells]]`` block may add a model or objective that the ``[grid]`` table does not name: real.toml's gemma3-270m)."""
     wanted = config.getoption(option)
     if not wanted:
         return None
-    field = {"models": "model", "objectives": "objective"}[axis]
     allowed = sorted({getattr(cell, field) for g in grids for cell in g.cells()})
     unknown = [w for w in wanted if w not in allowed]
     if unknown:
@@ -99,8 +98,8 @@ def pytest_generate_tests(metafunc):
         return
     config = metafunc.config
     grids = _grids(config)
-    models = _selection(config, grids, "--model", "models")
-    objectives = _selection(config, grids, "--objective", "objectives")
+    models = _selection(config, grids, "--model", "model")
+    objectives = _selection(config, grids, "--objective", "objective")
     params = []
     for grid in grids:
         for cell in grid.cells():

@@ -4,6 +4,8 @@ the cheapest tiny cells, merged by depthprune report."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,26 +70,22 @@ def test_one_task_per_model_selects_exactly_that_model(cases, tmp_path):
         make_tasks(grid, tmp_path, tmp_path / "r", cases)
 
 
-def test_bench_refuses_an_unknown_model(cases):
-    import subprocess
-    import sys
+def _collect(*args: str) -> subprocess.CompletedProcess:
+    """``pytest bench/test_grid.py ARGS --collect-only`` in a fresh process, from the checkout."""
+    return subprocess.run([sys.executable, "-m", "pytest", "bench/test_grid.py", *args, "--collect-only", "-q",
+                           "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
 
-    proc = subprocess.run([sys.executable, "-m", "pytest", "bench/test_grid.py", "--cases", str(cases), "--grid",
-                           "cluster-check", "--model", "tiny-qwen3", "--collect-only", "-q", "-p", "no:cacheprovider"],
-                          cwd=ROOT, capture_output=True, text=True)
+
+def test_bench_refuses_an_unknown_model(cases):
+    proc = _collect("--cases", str(cases), "--grid", "cluster-check", "--model", "tiny-qwen3")
     said = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "--model tiny-qwen3" in said and "allowed: tiny-llama3" in said
 
 
 def test_bench_selects_a_model_that_only_a_cells_block_adds():
     """real.toml's [grid] names smollm2-135m; gemma3-270m comes from its [[cells]] blocks. Both are selectable."""
-    import subprocess
-    import sys
-
     def collect(model):
-        return subprocess.run([sys.executable, "-m", "pytest", "bench/test_grid.py", "--grid", "real", "--full-grid",
-                               "--model", model, "--collect-only", "-q", "-p", "no:cacheprovider"],
-                              cwd=ROOT, capture_output=True, text=True)
+        return _collect("--grid", "real", "--full-grid", "--model", model)
 
     proc = collect("gemma3-270m")
     ids = [line for line in proc.stdout.splitlines() if "test_cell[" in line]

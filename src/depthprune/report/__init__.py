@@ -279,10 +279,10 @@ def _page(title: str, report_link: str, body: list[str]) -> list[str]:
 
 
 def _grid_page(grid: str, results: list[dict[str, Any]], dense, report_link: str) -> list[str]:
-    conds = A.by_condition([r for r in results if r["grid"] == grid])
+    mine = [r for r in results if r["grid"] == grid]
+    conds = A.by_condition(mine)
     return _page(f"Grid `{grid}`: the per-condition tables", report_link, [
-        "## Results per model, objective and budget", "", *T.results_section([r for r in results if r["grid"] == grid],
-                                                                              conds, dense),
+        "## Results per model, objective and budget", "", *T.results_section(mine, conds, dense),
         "## Calibration loss vs accuracy (Spearman)", "", *T.spearman_section(conds), "",
         "## Overlap of removed sets", "", *T.overlap_section(conds), "",
         "## Accuracy differences against evaluation noise", "", *T.noise_section(conds), ""])
