@@ -206,3 +206,42 @@ def test_bf16_head_converts_its_weight_once_and_scales_in_place_bit_identically(
     out = head.logits(grad_in)
     out.sum().backward()
     assert grad_in.grad is not None and torch.equal(out.detach(), plain(hidden))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("softcap, scaling", [(30.0, None), (None, 4.0), (None, None)])
+def test_head_reductions_on_row_slices_are_bit_identical_to_whole_chunks(monkeypatch, softcap, scaling, threads):
+    """OutputHead.logit_rows hands the log-softmax / logsumexp cache-sized slices of a chunk's rows (a
+    speed-up only): the scored log-probabilities and argmax equal those of one whole-chunk pass bit for
+    bit, whatever the slice and thread count; slices of 3 rows here, a partial one last."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from depthprune.lm_adapter import SharedPrefixLM
+    from depthprune.objectives import base
+
+    torch.manual_seed(0)
+    vocab = 4099
+    model = LlamaForCausalLM(LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                         num_attention_heads=2, num_key_value_heads=1, vocab_size=vocab)).eval()
+    model.config.final_logit_softcapping = softcap
+    model.config.logits_scaling = scaling
+    model.to(torch.bfloat16)
+    hidden, targets = torch.randn(41, 32).bfloat16(), torch.randint(0, vocab, (41,))
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with torch.no_grad():
+            whole = OutputHead(model, chunk_tokens=16)
+            monkeypatch.setattr(base, "ROW_SLICE_BYTES", 3 * vocab * 4 + 7)
+            sliced = OutputHead(model, chunk_tokens=16)
+            assert [rows.shape[0] for _, rows in sliced.logit_rows(hidden[:16])] == [3, 3, 3, 3, 3, 1]
+            logits = torch.cat([whole.logits(hidden[s:s + 16]) for s in range(0, 41, 16)])
+            want = logits.gather(-1, targets[:, None]).squeeze(-1) - torch.logsumexp(logits, -1)
+            assert torch.equal(sliced.target_logprobs(hidden, targets), want)
+            lsm = torch.cat([torch.log_softmax(whole.logits(hidden[s:s + 16]), -1) for s in range(0, 41, 16)])
+            lp, greedy = SharedPrefixLM._target_logprobs(sliced, hidden, targets)
+            assert torch.equal(lp, lsm.gather(-1, targets[:, None]).squeeze(-1))
+            assert torch.equal(greedy, lsm.argmax(-1) == targets)
+            assert torch.equal(sliced.target_logprobs(hidden[:0], targets[:0]), torch.zeros(0))
+    finally:
+        torch.set_num_threads(before)

@@ -43,6 +43,11 @@ class Batch:
         return {"input_ids": self.input_ids.to(device), **{k: v.to(device) for k, v in self.forward_kwargs.items()}}
 
 
+#: Ours: the logits (bytes) one element-wise pass of the head works on at a time: gemma3's 262k-token
+#: rows are 1 MB each in float32, a slice of them stays in a core's 2-4 MB L2 (:meth:`OutputHead.logit_rows`).
+ROW_SLICE_BYTES = 1 << 20
+
+
 class OutputHead:
     """Turns final hidden states into log-probabilities, a chunk of tokens at a time.
 
@@ -72,7 +77,13 @@ class OutputHead:
         self._weight_f32: tuple[tuple[Any, ...], torch.Tensor] | None = None
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        x = self._product(hidden)
+        return self._finish(self._product(hidden))
+
+    def _finish(self, x: torch.Tensor) -> torch.Tensor:
+        """The scale and softcap; in place on float32 ``x`` without gradients: the same element-wise
+        kernels as out of place, bit-identical. The logits are the largest tensor a forward makes (1 GB
+        per 1,024 positions of gemma3's 262k vocabulary), and each out-of-place pass wrote a new copy
+        (measured: 1.25 s -> 0.29 s for the softcap of such a chunk, 1 thread)."""
         if self.scale == 1.0 and not self.softcap:
             return x.float()
         if x.requires_grad or x.dtype != torch.float32:  # autograd keeps tanh's output: no in-place ops
@@ -81,14 +92,27 @@ class OutputHead:
             if self.softcap:
                 x = torch.tanh(x / self.softcap) * self.softcap
             return x.float()
-        # the same element-wise kernels in place, bit-identical: the logits are the largest tensor a
-        # forward makes (1 GB per 1,024 positions of gemma3's 262k vocabulary), and each out-of-place
-        # pass wrote a new copy (measured: 1.25 s -> 0.29 s for the softcap of such a chunk, 1 thread)
         if self.scale != 1.0:
             x.mul_(self.scale)
         if self.softcap:
             x.div_(self.softcap).tanh_().mul_(self.softcap)
         return x
+
+    def logit_rows(self, hidden: torch.Tensor) -> Iterator[tuple[slice, torch.Tensor]]:
+        """``(rows, logits(hidden)[rows])`` over slices of about :data:`ROW_SLICE_BYTES` each, for code
+        that reduces each row (log-softmax, logsumexp). The product runs on the whole chunk (a matmul
+        wants many rows); the scale, softcap and the caller's reductions then run on a cache-sized slice
+        at a time instead of streaming the chunk's logits through memory once per pass: row-wise
+        kernels, so bit-identical (tests), 1.7x faster on gemma3's 2,048 x 262k chunk (1 thread). A slice
+        is a view of one buffer, which the caller may overwrite. With gradients: one slice, all rows."""
+        x = self._product(hidden)
+        if x.requires_grad or x.dtype != torch.float32:
+            yield slice(None), self._finish(x)
+            return
+        step = max(1, ROW_SLICE_BYTES // max(1, x.shape[-1] * x.element_size()))
+        for start in range(0, max(1, x.shape[0]), step):  # an empty chunk: one empty slice
+            rows = slice(start, start + step)
+            yield rows, self._finish(x[rows])
 
     def _product(self, hidden: torch.Tensor) -> torch.Tensor:
         """``lm_head(hidden)`` with float32 output (class docstring)."""
@@ -135,11 +159,11 @@ class OutputHead:
         return out
 
     def _chunk_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        logits = self.logits(hidden)
-        picked = logits.gather(-1, targets[:, None]).squeeze(-1)
-        if logits.requires_grad:
-            return picked - torch.logsumexp(logits, dim=-1)
-        return picked - _logsumexp_(logits)
+        out = []
+        for rows, logits in self.logit_rows(hidden):
+            picked = logits.gather(-1, targets[rows, None]).squeeze(-1)
+            out.append(picked - (torch.logsumexp(logits, dim=-1) if logits.requires_grad else _logsumexp_(logits)))
+        return out[0] if len(out) == 1 else torch.cat(out)
 
 
 def _logsumexp_(x: torch.Tensor) -> torch.Tensor:
