@@ -168,6 +168,21 @@ def test_one_block_may_name_several_variants(tmp_path):
     assert cells["tiny-llama3-ppl-rank.r02-M3"].group == "tiny-llama3/ppl"  # shares exhaustive's memo
 
 
+def test_a_named_group_spans_objectives_and_a_lane_does_not(tmp_path):
+    """``group`` fixes which cells share a worker by hand (across objectives); ``lane`` splits a block off
+    within its model and objective; a block may give one of the two, a group name goes into the group id."""
+    grid = load_grid(_write(tmp_path, PANEL.replace("budgets = [3]\nvariants", 'budgets = [3]\ngroup = "b"\nvariants')))
+    groups = {c.id: c.group for c in grid.cells()}
+    assert groups["tiny-llama3-ppl-rank.r01-M3"] == groups["tiny-llama3-margin-rank.r02-M3"] == "tiny-llama3/b"
+    assert groups["tiny-llama3-ppl-greedy-M3"] == "tiny-llama3/ppl"
+    lanes = load_grid(_write(tmp_path, PANEL.replace("budgets = [3]\nvariants", 'budgets = [3]\nlane = "b"\nvariants')))
+    assert {c.group for c in lanes.cells() if c.search == "rank"} == {"tiny-llama3/ppl/b", "tiny-llama3/margin/b"}
+    for bad, message in (('group = "b"\nlane = "b"', "not both"), ('group = "a/b"', "letters, digits")):
+        with pytest.raises(CaseFileError, match=message) as err:
+            load_grid(_write(tmp_path, PANEL.replace("budgets = [3]\nvariants", f"budgets = [3]\n{bad}\nvariants")))
+        assert "[[cells]] #1 group" in str(err.value)
+
+
 @pytest.mark.parametrize("old, new, message", [
     ("variants = {", 'variant = "x"\nvariants = {', "not both"),
     ("r01 = { q = 0.04 }", "default = { q = 0.04 }", "needs a name"),

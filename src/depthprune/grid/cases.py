@@ -40,6 +40,9 @@ file, the field and what is allowed — a typo must never silently shrink a grid
     objective_params = {}                       # over [objective.*]
     lane = "panel"              # optional: these cells form their own xdist group, which another worker may
                                 # take (it then repeats the dense pass and the prior; results are the same)
+    # group = "a"               # or, instead of lane: the xdist group by name within the model, shared by
+                                # every block that names it whatever its objective: one worker per group,
+                                # so a run's split between workers is fixed by hand (real.toml's gemma3-270m)
     calibration_seeds = [1, 2]  # more calibration samples (ids -c1, -c2); stochastic searchers'
                                 # seed follows the calibration seed (ids -s1 -c1)
 
@@ -112,6 +115,7 @@ class Cell:
     search_params: tuple[tuple[str, Any], ...] = ()
     objective_params: tuple[tuple[str, Any], ...] = ()
     lane: str = ""  # a [[cells]] block's own xdist group within its model and objective (e.g. an alignment panel)
+    named_group: str = ""  # a [[cells]] block's ``group``: its xdist group within the model, across objectives
 
     @property
     def id(self) -> str:
@@ -123,6 +127,8 @@ class Cell:
     @property
     def group(self) -> str:
         """Cells of one group share a loaded model, calibration data and prior."""
+        if self.named_group:
+            return f"{self.model}/{self.named_group}"
         data = f".{self.variant}" if self.objective_params else ""
         calib = f"/c{self.calibration_seed}" if self.calibration_seed is not None else ""
         lane = f"/{self.lane}" if self.lane else ""
@@ -197,13 +203,14 @@ def _block_cells(grid: Grid, block: dict[str, Any]) -> list[Cell]:
                         for seed in seeds:
                             for variant, params in variants.items():
                                 out.append(Cell(grid.name, m, o, s, b, seed, cseed, variant,
-                                                tuple(sorted(params.items())), op, block.get("lane", "")))
+                                                tuple(sorted(params.items())), op, block.get("lane", ""),
+                                                block.get("group", "")))
     return out
 
 
 _BLOCK_KEYS = {"models": list, "objectives": list, "searchers": list, "budgets": list, "variant": str,
                "search_params": dict, "variants": dict, "objective_params": dict, "calibration_seeds": list, "description": str,
-               "lane": str}
+               "lane": str, "group": str}
 _GRID_KEYS = {"name": str, "kind": str, "compare_with": str, "description": str, "models": list, "objectives": list,
               "searchers": list, "budgets": list, "seeds": list, "markers": list, "device": str, "dtype": str,
               "batch_size": int}
@@ -363,6 +370,11 @@ def _check_blocks(path: Path, raw: Any, g: dict[str, Any], objective_params: dic
             for v in block.get(key, []):
                 if not isinstance(v, int) or isinstance(v, bool) or v < low:
                     raise _fail(path, f"{where} {key}", f"{v!r} is not allowed; allowed: integers >= {low}")
+        if "lane" in block and "group" in block:
+            raise _fail(path, f"{where} group", "give either lane (a group of its own within its model and objective) "
+                        "or group (a group by name within the model), not both")
+        if "group" in block and not block["group"].replace("_", "").replace("-", "").isalnum():
+            raise _fail(path, f"{where} group", f"{block['group']!r} is not allowed; allowed: letters, digits, _ and -")
         if "variants" in block and ("variant" in block or "search_params" in block):
             raise _fail(path, f"{where} variants", "give either variants (name -> search_params, several) or "
                         "variant + search_params (one), not both")
