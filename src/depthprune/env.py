@@ -75,13 +75,15 @@ def code_fingerprint() -> str:
 
 
 def git_revision(path: Path | None = None) -> str:
-    """Commit of the checkout the package runs from (``+dirty`` if modified), or ``unknown``."""
+    """Commit of the checkout the package runs from (``+dirty`` if its tracked files under ``path``, the
+    package by default, are modified), or ``unknown``. Only that tree: a grid run writes its own references,
+    results and REPORT.md into the checkout, and must not call the code it runs modified."""
     where = path or Path(__file__).resolve().parent
     try:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=10)
         if rev.returncode != 0:
             return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=where,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "."], cwd=where,
                                capture_output=True, text=True, timeout=10)
         return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
@@ -123,3 +125,20 @@ def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def release_free_memory() -> bool:
+    """Hand the allocator's free pages back to the OS (glibc's ``malloc_trim(0)``, which also returns
+    free pages inside the heap); False where there is no glibc. Under the CPU environments'
+    ``GLIBC_TUNABLES`` (tox.ini) freed blocks stay in the heap, which spares a cell's chunks their page
+    faults, but makes a process's RSS its high-water mark: memory a finished search or evaluation no
+    longer uses that the other worker on the machine may need (a gemma3 worker at 15 GB, mostly free
+    blocks, forced its neighbour's heap into swap). The grid runner calls it between a cell's phases."""
+    import ctypes
+
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return bool(trim(0))

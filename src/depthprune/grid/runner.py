@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from depthprune.env import write_json_atomic
+from depthprune.env import release_free_memory, write_json_atomic
 from depthprune.grid.cases import Cell, Grid
 from depthprune.grid.results import cell_path, claim_results_dir, dense_path, load_finished, write_result
 from depthprune.models import MODELS, WeightsUnavailable, is_stand_in, locate, resolve_dtype, weights_file_in
@@ -149,7 +149,9 @@ class GridRunner:
         eval_config = grid.eval_config(session.profile)
         dense = self.dense(grid, session, calib, eval_config)
         outcome = calib.search(cell.search, cell.budget, seed=cell.seed, params=search_params(grid, cell))
+        release_free_memory()  # the search's state caches and gradients are gone: hand their pages back
         evaluation = session.evaluate(outcome.removed, eval_config, cache_dir=self.eval_cache(grid))
+        release_free_memory()
         ident = identity(session, calib, cell.search, cell.budget, cell.seed, cell.variant, grid.name)
         result = make_result(session, calib, outcome, ident, evaluation, eval_config, dense, cell.id)
         result["grid_kind"] = grid.kind  # "controls": reported apart from the main tables and verdicts

@@ -60,8 +60,13 @@ def _env_summary(results: list[dict[str, Any]]) -> list[str]:
               p.get("lm_eval", "?"), e.get("git_revision", "?"))] += 1
     lines = []
     for (device, dtype, torch_v, tf_v, lm_v, rev), n in envs.most_common():
+        dirty = "+dirty" if rev.endswith("+dirty") else ""
         lines.append(f"- {n} cells: device `{device}`, dtype `{dtype}`, torch {torch_v}, transformers {tf_v}, "
-                     f"lm-eval {lm_v}, depthprune revision `{rev[:12]}`")
+                     f"lm-eval {lm_v}, depthprune revision `{rev[:12]}{dirty}`")
+    if any(rev.endswith("+dirty") for *_, rev in envs):
+        lines += ["", "(+dirty: the checkout had uncommitted changes to tracked files when the cell ran. Before "
+                  "depthprune's git_revision looked only at its own package, a grid run with --update-reference "
+                  "could mark its cells so, by writing the run's own reference files into the checkout.)"]
     return lines
 
 

@@ -1,0 +1,55 @@
+"""release_free_memory: pages a finished phase freed go back to the OS under the CPU environments' tunables."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+SCRIPT = """
+import torch
+from depthprune.env import release_free_memory
+
+def rss_mb():
+    with open("/proc/self/status") as fh:
+        return int(next(line for line in fh if line.startswith("VmRSS")).split()[1]) // 1024
+
+x = torch.ones(256, 1 << 20)  # 1 GiB: from the heap, as mmap_max=0 allows no mapping of its own
+del x
+held = rss_mb()
+ok = release_free_memory()
+print(held, rss_mb(), ok)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim; elsewhere it is a no-op")
+def test_release_free_memory_hands_freed_heap_pages_back():
+    env = {**os.environ, "GLIBC_TUNABLES": "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"}
+    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True)
+    held, after, ok = out.stdout.split()
+    assert ok == "True", out.stdout
+    assert int(held) - int(after) > 800, out.stdout  # the freed GiB stayed resident until the trim
+
+
+def test_git_revision_is_dirty_only_for_changes_under_its_tree(tmp_path):
+    """A run's own outputs (references, REPORT.md) beside the package leave the revision clean; a change
+    to the package's files marks it +dirty."""
+    from depthprune.env import git_revision
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "code.py").write_text("x = 1\n")
+    (tmp_path / "REPORT.md").write_text("old\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "c")
+    clean = git_revision(tmp_path / "pkg")
+    assert len(clean) == 40 and not clean.endswith("+dirty")
+    (tmp_path / "REPORT.md").write_text("new\n")
+    assert git_revision(tmp_path / "pkg") == clean
+    (tmp_path / "pkg" / "code.py").write_text("x = 2\n")
+    assert git_revision(tmp_path / "pkg") == clean + "+dirty"
