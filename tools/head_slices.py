@@ -5,7 +5,7 @@ log-softmax on cache-sized row slices (:meth:`OutputHead.logit_rows`, now) again
 whole 2,048-row chunk (before); the losses, per-item log-probabilities and greedy flags compared bit
 for bit, and the peak RSS of each evaluation's process heap (ru_maxrss grows only: "now" runs first).
 
-    python tools/head_slices.py [model]          (default gemma3-270m; ~8 min on one core)
+    python tools/head_slices.py [model]          (default gemma3-270m; ~4 min on one core)
 """
 import resource
 import sys
