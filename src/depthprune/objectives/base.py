@@ -99,7 +99,7 @@ class OutputHead:
         return x
 
     def logit_rows(self, hidden: torch.Tensor) -> Iterator[tuple[slice, torch.Tensor]]:
-        """``(rows, logits(hidden)[rows])`` over slices of about :data:`ROW_SLICE_BYTES` each, for code
+        """``(rows, logits(hidden)[rows])`` over slices of about ``ROW_SLICE_BYTES`` each, for code
         that reduces each row (log-softmax, logsumexp). The product runs on the whole chunk (a matmul
         wants many rows); the scale, softcap and the caller's reductions then run on a cache-sized slice
         at a time instead of streaming the chunk's logits through memory once per pass: row-wise
