@@ -132,8 +132,8 @@ def release_free_memory() -> bool:
     free pages inside the heap); False where there is no glibc. Under the CPU environments'
     ``GLIBC_TUNABLES`` (tox.ini) freed blocks stay in the heap, which spares a cell's chunks their page
     faults, but makes a process's RSS its high-water mark: memory a finished search or evaluation no
-    longer uses that the other worker on the machine may need (a gemma3 worker at 15 GB, mostly free
-    blocks, forced its neighbour's heap into swap). The grid runner calls it between a cell's phases."""
+    longer uses that the other worker on the machine may need (in the gemma3 run at 4037b34 a worker held
+    14.8 GB and the kernel swapped 4.9 GB of its neighbour; how much of it was free blocks was not measured). The grid runner calls it between a cell's phases."""
     import ctypes
 
     try:

@@ -103,7 +103,8 @@ class OutputHead:
         that reduces each row (log-softmax, logsumexp). The product runs on the whole chunk (a matmul
         wants many rows); the scale, softcap and the caller's reductions then run on a cache-sized slice
         at a time instead of streaming the chunk's logits through memory once per pass: row-wise
-        kernels, so bit-identical (tests), 1.7x faster on gemma3's 2,048 x 262k chunk (1 thread). A slice
+        kernels, so bit-identical (tests): those passes ~1.7x faster on a 2,048 x 262k chunk, a gemma3 ppl
+        scored set 1.09x (1 thread; docs/measurements.md). A slice
         is a view of one buffer, which the caller may overwrite. With gradients: one slice, all rows."""
         x = self._product(hidden)
         if x.requires_grad or x.dtype != torch.float32:
