@@ -35,6 +35,10 @@ runpy.run_module("depthprune.device_check", run_name="__main__", alter_sys=True)
 """
 
 
+# One worker for the module: the device command's tiny run (module fixture, ~7 s) then runs once, not per xdist worker.
+pytestmark = pytest.mark.xdist_group("device-check")
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> Path:
     """The device command at --size tiny --device cpu, as the device runs it (PYTHONPATH=src)."""

@@ -72,6 +72,11 @@ needs_weights = pytest.mark.skipif(_missing() is not None, reason=_missing() or 
 # -- without the weights -----------------------------------------------------------------------
 
 
+# One worker for the module: its module-scoped session (loading gemma3-270m, ~40 s) is then built once, not on both
+# xdist workers (--dist loadgroup spreads ungrouped tests).
+pytestmark = pytest.mark.xdist_group("gemma3-session")
+
+
 def test_registry_entry():
     assert SPEC.n_layers == 18 and SPEC.profile == "real" and SPEC.family == "gemma3"
     assert SPEC.source == "google/gemma-3-270m" and SPEC.weights_file == GGUF

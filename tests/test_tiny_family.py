@@ -198,6 +198,10 @@ def test_text_fixtures_shape():
 
 
 # -- quality check (depthprune.tiny.check) -----------------------------------
+# The tests of ``checked`` on one xdist worker, so that its ~30 s check runs once, not on both.
+_ON_ONE_WORKER = pytest.mark.xdist_group("tiny-check")
+
+
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory):
     """``check_model`` on a copy of tiny-llama3, small sizes, lm-eval limited to 2 items per task."""
@@ -228,6 +232,7 @@ def _naive_options(model, tok, items):
     return out
 
 
+@_ON_ONE_WORKER
 def test_check_margin_and_accuracy_match_plain_forwards(checked):
     """Margins and accuracies in the card equal per-option full forwards of the dense model."""
     import torch
@@ -250,6 +255,7 @@ def test_check_margin_and_accuracy_match_plain_forwards(checked):
         assert entry["accuracy"] == pytest.approx(acc), answer
 
 
+@_ON_ONE_WORKER
 def test_check_sweep_is_single_block_removal(checked):
     """A sweep entry equals the loss of the physically pruned model minus the dense loss."""
     import torch
@@ -278,6 +284,7 @@ def test_check_sweep_is_single_block_removal(checked):
         assert sweep["ppl_c4_validation"][block] == pytest.approx(nll(pruned) - dense, abs=3e-4), block
 
 
+@_ON_ONE_WORKER
 def test_check_writes_card_and_readme(checked):
     d, res = checked
     card = json.loads((d / "card.json").read_text())
