@@ -3,8 +3,9 @@
 Both run in this process on the same model and calibration batches. Reported (in the
 benchmark's extra_info and on stdout): removed sets (must be equal), the layer-forward
 ratio (a count: deterministic, asserted <= 0.55) and the wall-time ratio (reported,
-never asserted). The test suite runs it once (``--benchmark-disable`` is in the default
-options); measure with ``pytest bench/test_bench_scoring.py --benchmark-enable -s``.
+never asserted). The test suite runs it once, on the first calibration batch only
+(``--benchmark-disable`` is in the default options); measure, on all four, with
+``pytest bench/test_bench_scoring.py --benchmark-enable -s``.
 """
 
 from __future__ import annotations
@@ -77,6 +78,11 @@ def _load(model_id):
 def test_greedy_cached_vs_naive(benchmark, model_id):
     budget = 3
     model, batches = _load(model_id)
+    if benchmark.disabled:
+        # A test run checks answers and counts, not time: one calibration batch of 8 windows (of 4)
+        # is as good a check that the cached scorer picks what the naive loop picks, at a quarter of
+        # the cost (the layer-forward ratio does not depend on the number of batches).
+        batches = batches[:1]
     n_layers = model.config.num_hidden_layers
     objective = make_objective("ppl", "tiny")
 
