@@ -175,3 +175,27 @@ def test_a_grid_run_in_part_says_which_models_lack_results(tmp_path):
     broken.write_text(broken.read_text() + "[objective.ppl]\nbogus = 1\n")  # valid TOML, not a valid grid: nothing claimed
     text = write_report([results], tmp_path / "REPORT.md", cases_dir=cases).read_text()
     assert "run in part" not in text.lower()
+
+
+def test_the_bootstraps_vectorised_spearman_is_scipys_spearmanr_row_by_row():
+    """alignment's bootstrap ranks all resamples at once; each row must be spearmanr's rho, ties and
+    constant rows (nan) included."""
+    import warnings
+
+    import numpy as np
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    for n in (3, 5, 14, 60):
+        for kind in ("normal", "ties", "constant"):
+            a = rng.normal(size=(9, n)) if kind == "normal" else rng.integers(0, 3, size=(9, n)).astype(float)
+            b = rng.normal(size=(9, n))
+            if kind == "constant":
+                a[0] = 1.0
+            got = A._spearman_along(a, b)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = np.array([stats.spearmanr(x, y).statistic for x, y in zip(a, b)])
+            assert np.array_equal(np.isnan(got), np.isnan(want))
+            assert np.allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=0, atol=1e-12)
+            assert np.allclose(A._spearman_along(a.T, b.T, axis=0), got, rtol=0, atol=1e-15, equal_nan=True)

@@ -85,6 +85,20 @@ class Correlation:
     note: str = ""
 
 
+def _spearman_along(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Spearman's rho of ``a`` and ``b`` along ``axis``, for every resample at once: the Pearson
+    correlation of their average ranks, as ``stats.spearmanr`` computes it (nan where one side is
+    constant). The bootstrap calls it once instead of spearmanr 1,000 times: REPORT's regeneration
+    spent 23 of its 48 s there (cProfile, 2026-12-02)."""
+    ra = stats.rankdata(np.moveaxis(a, axis, -1), axis=-1)
+    rb = stats.rankdata(np.moveaxis(b, axis, -1), axis=-1)
+    ra -= ra.mean(axis=-1, keepdims=True)
+    rb -= rb.mean(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (ra * rb).sum(axis=-1) / np.sqrt((ra * ra).sum(axis=-1) * (rb * rb).sum(axis=-1))
+    return np.clip(rho, -1.0, 1.0)
+
+
 def alignment(rows: Sequence[dict[str, Any]], metric: str = "avg_acc", seed: int = 0,
               x: str = "calibration_loss") -> Correlation | None:
     """Spearman(−x, accuracy) with a paired bootstrap 95% interval; x is the calibration loss or a
@@ -104,9 +118,8 @@ def alignment(rows: Sequence[dict[str, Any]], metric: str = "avg_acc", seed: int
     res = stats.spearmanr(xs, y)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # degenerate resamples (ties) give nan; reported as such
-        boot = stats.bootstrap((xs, y), lambda a, b: stats.spearmanr(a, b).statistic, paired=True,
-                               vectorized=False, n_resamples=1000, method="percentile",
-                               rng=np.random.default_rng(seed))
+        boot = stats.bootstrap((xs, y), _spearman_along, paired=True, vectorized=True, n_resamples=1000,
+                               method="percentile", rng=np.random.default_rng(seed))
     note = ""
     if distinct < MIN_DISTINCT_FOR_SPEARMAN:
         note = f"only {distinct} distinct solutions: too few for the correlation to mean much"
