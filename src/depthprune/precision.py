@@ -2,9 +2,12 @@
 
 On CUDA, ``auto`` is bfloat16 (the paper's setting). On a CPU, bf16 is fast only where the
 matrix products run on AMX tiles: measured on this project's machines (1 thread), a bf16
-matmul ran 8.4x faster than fp32 with AMX, 0.6x without it (AVX512-BF16 only) and 0.015x
-without native bf16 (AVX2); a whole smollm2-135m forward 3.8x faster with AMX and 0.69x
-without. So ``auto`` on a CPU means bf16 only where a bf16 matmul *is* an AMX kernel.
+matmul ran 8.4x faster than fp32 with AMX, 0.6x without it (AVX512-BF16 only, AMX forbidden
+by ``ONEDNN_MAX_CPU_ISA`` on that Intel CPU) and 0.015x without native bf16 (AVX2); a whole
+smollm2-135m forward 3.8x faster with AMX and 0.69x without. So ``auto`` on a CPU means bf16
+only where a bf16 matmul *is* an AMX kernel, the kernels the references were made on. (An AMD
+EPYC with native AVX512-BF16 and no AMX later ran that forward 1.9x faster in bf16: there the
+rule costs speed; see DESIGN.md.)
 
 That is asked, not assumed: CPUID (torch's ``_is_amx_tile_supported``) says whether the
 processor has AMX tiles, but torch's capability checks ignore ``ONEDNN_MAX_CPU_ISA``, which
@@ -26,9 +29,10 @@ from functools import lru_cache
 
 import torch
 
-#: measured slowdown of bf16 against fp32 where bf16 matmuls do not run on AMX (module docstring)
-NO_AMX_SLOWDOWN = "a smollm2-135m forward took 1.45x as long as in float32 with AVX512-BF16 kernels, " \
-                  "and a matmul ~65x as long without native bf16 (AVX2)"
+#: what bf16 against fp32 measured where bf16 matmuls do not run on AMX (module docstring): it depends on the CPU
+NO_AMX_SPEED = ("a smollm2-135m forward took 1.45x as long as in float32 on AVX512-BF16 kernels of an Intel CPU with "
+                "AMX forbidden, but ran 1.9x as fast on an AMD EPYC's native AVX512-BF16 (bench/test_bench_dtype.py), "
+                "and a matmul took ~65x as long without native bf16 (AVX2)")
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
@@ -100,7 +104,7 @@ def auto_dtype(device: str) -> tuple[torch.dtype, str]:
     else:
         why = (f"AMX is present but oneDNN does not use it (ONEDNN_MAX_CPU_ISA={k.onednn_max_cpu_isa}; "
                f"bf16 matmul kernel {k.bf16_matmul_kernel})")
-    return torch.float32, f"auto on CPU: float32, since {why}; bf16 would be slower"
+    return torch.float32, f"auto on CPU: float32, since {why} (bf16 without AMX: see DESIGN.md, Numeric precision)"
 
 
 _announced: set[tuple[str, str]] = set()
@@ -122,8 +126,9 @@ def resolve_dtype(dtype: str | torch.dtype, device: str, announce: bool = False)
         if why:
             print(f"depthprune: dtype {str(chosen).removeprefix('torch.')} ({why})", file=sys.stderr)
         if chosen == torch.bfloat16 and device == "cpu" and not cpu_kernels().bf16_on_amx:
-            warnings.warn(f"bfloat16 on a CPU without AMX matmuls ({cpu_kernels().bf16_matmul_kernel}) is slower "
-                          f"than float32: {NO_AMX_SLOWDOWN}; dtype auto would choose float32", UserWarning,
+            warnings.warn(f"bfloat16 on a CPU without AMX matmuls ({cpu_kernels().bf16_matmul_kernel}): measured, "
+                          f"{NO_AMX_SPEED}; its results meet AMX references only within other_kernels_loss_rel; "
+                          "dtype auto would choose float32", UserWarning,
                           stacklevel=2)
     return chosen
 
