@@ -79,9 +79,9 @@ def test_greedy_cached_vs_naive(benchmark, model_id):
     budget = 3
     model, batches = _load(model_id)
     if benchmark.disabled:
-        # A test run checks answers and counts, not time: one calibration batch of 8 windows (of 4)
-        # is as good a check that the cached scorer picks what the naive loop picks, at a quarter of
-        # the cost (the layer-forward ratio does not depend on the number of batches).
+        # A test run checks answers and counts, not time: the first of the 4 calibration batches
+        # (8 windows) is as good a check that the cached scorer picks what the naive loop picks, at a
+        # quarter of the cost (both count layer-forwards per scored set, not per batch).
         batches = batches[:1]
     n_layers = model.config.num_hidden_layers
     objective = make_objective("ppl", "tiny")

@@ -6,8 +6,8 @@ matmul ran 8.4x faster than fp32 with AMX, 0.6x without it (AVX512-BF16 only, AM
 by ``ONEDNN_MAX_CPU_ISA`` on that Intel CPU) and 0.015x without native bf16 (AVX2); a whole
 smollm2-135m forward 3.8x faster with AMX and 0.69x without. So ``auto`` on a CPU means bf16
 only where a bf16 matmul *is* an AMX kernel, the kernels the references were made on. (An AMD
-EPYC with native AVX512-BF16 and no AMX later ran that forward 1.9x faster in bf16: there the
-rule costs speed; see DESIGN.md.)
+EPYC with native AVX512-BF16 and no AMX later ran that forward 1.9x faster in bf16, at 2 threads,
+and matmuls 2.1-2.4x at 1 thread: there the rule costs speed; see DESIGN.md.)
 
 That is asked, not assumed: CPUID (torch's ``_is_amx_tile_supported``) says whether the
 processor has AMX tiles, but torch's capability checks ignore ``ONEDNN_MAX_CPU_ISA``, which
@@ -31,7 +31,7 @@ import torch
 
 #: what bf16 against fp32 measured where bf16 matmuls do not run on AMX (module docstring): it depends on the CPU
 NO_AMX_SPEED = ("a smollm2-135m forward took 1.45x as long as in float32 on AVX512-BF16 kernels of an Intel CPU with "
-                "AMX forbidden, but ran 1.9x as fast on an AMD EPYC's native AVX512-BF16 (bench/test_bench_dtype.py), "
+                "AMX forbidden, but ran 1.9x as fast on an AMD EPYC's native AVX512-BF16 (2 threads, bench/test_bench_dtype.py), "
                 "and a matmul took ~65x as long without native bf16 (AVX2)")
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
