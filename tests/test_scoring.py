@@ -222,6 +222,34 @@ def test_output_head_keeps_no_logits_for_the_backward():
         assert torch.equal(head.target_logprobs(hidden, targets), lp.detach())
 
 
+def test_head_chunks_under_gradients_are_capped_in_bytes(monkeypatch):
+    """With gradients flowing, a head chunk holds at most GRAD_CHUNK_BYTES of float32 logits (its
+    backward keeps several of them at once); without gradients the chunks stay ``chunk_tokens``.
+    The log-probabilities and their gradient do not depend on the split."""
+    from depthprune.objectives import base
+
+    model = random_model("llama", n_layers=2)
+    vocab = model.config.vocab_size
+    head = base.OutputHead(model, chunk_tokens=64)
+    hidden = torch.randn(40, model.config.hidden_size, requires_grad=True)
+    targets = torch.randint(0, vocab, (40,))
+    (whole_grad,) = torch.autograd.grad(head.target_logprobs(hidden, targets).sum(), hidden)
+    assert head.grad_chunk_tokens() == 64  # this vocabulary's rows fit the default budget
+    monkeypatch.setattr(base, "GRAD_CHUNK_BYTES", 7 * 4 * vocab + 5)
+    assert head.grad_chunk_tokens() == 7
+    rows = []
+    original = head._chunk_logprobs
+    monkeypatch.setattr(head, "_chunk_logprobs", lambda h, t: rows.append(h.shape[0]) or original(h, t))
+    lp = head.target_logprobs(hidden, targets)
+    assert rows == [7] * 5 + [5], rows
+    (grad,) = torch.autograd.grad(lp.sum(), hidden)
+    torch.testing.assert_close(grad, whole_grad)
+    rows.clear()
+    with torch.no_grad():
+        torch.testing.assert_close(head.target_logprobs(hidden, targets), lp.detach())
+    assert rows == [40], rows
+
+
 def test_kl_keeps_no_distributions_for_the_backward():
     """The kl objective's head loop is checkpointed like the head's: under gradients nothing of the
     vocabulary's width is kept, and the value and gradient are those of the plain formula."""

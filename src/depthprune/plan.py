@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from depthprune.grid.cases import Cell, Grid
+from depthprune.objectives.base import GRAD_CHUNK_BYTES
 from depthprune.scoring import ENERGY, Request, replay_cost
 from depthprune.search import SEARCHERS, get_searcher
 
@@ -453,7 +454,8 @@ def assumption_lines(a: Assumptions, gpu: GPU) -> list[str]:
         "(capped by the same budget: a run captures before the cache trims) and one micro-batch's block and "
         "2048-token head activations; an evaluation batch through a block and one 2048-token head chunk (the head "
         "is chunked); cbo's gate-gradient backward (blocks and head chunks recomputed in the backward: two "
-        "boundary states per block for one micro-batch, one block's activations, one head chunk) + "
+        "boundary states per block for one micro-batch, one block's activations, one head chunk of at most "
+        "objectives.base.GRAD_CHUNK_BYTES of float32 logits) + "
         f"{a.cuda_context_gib:g} GiB CUDA context.",
         "Grid-run totals share the dense pass and the prior per model and objective (cells report them as "
         "if alone); sets re-used between a condition's searches are not subtracted (an upper bound).",
@@ -808,8 +810,9 @@ def worker_memory(shape: ModelShape, grid: Grid, a: Assumptions, gpu: GPU, calib
         # per block its input and gated update are kept; one block's norm, q/k/v/out, MLP and gate
         # inputs live at a time in the backward, and one head chunk's logits
         per_layer = 5 * shape.hidden + 2 * shape.kv_heads * shape.head_dim + 3 * shape.intermediate
+        grad_rows = max(1, min(2048, GRAD_CHUNK_BYTES // (4 * shape.vocab)))  # OutputHead.grad_chunk_tokens
         phases["cbo backward"] = (2 * shape.layers * micro * shape.hidden * b + micro * per_layer * b
-                                  + 2048 * logits)
+                                  + grad_rows * logits)
     phase = max(phases, key=phases.get)
     return Memory(weights / GIB, min(budget_bytes, demand) / GIB, phases[phase] / GIB, phase, a.cuda_context_gib,
                   budget_bytes / GIB, demand / GIB)

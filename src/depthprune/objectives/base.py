@@ -46,6 +46,14 @@ class Batch:
 #: Ours: the logits (bytes) one element-wise pass of the head works on at a time: gemma3's 262k-token
 #: rows are 1 MB each in float32, a slice of them stays in a core's 2-4 MB L2 (:meth:`OutputHead.logit_rows`).
 ROW_SLICE_BYTES = 1 << 20
+#: float32 logits per head chunk when gradients flow (cbo's gate gradients): a checkpointed chunk's
+#: backward recomputes its logits and holds several logits-sized tensors at once (the product, the
+#: softcap's tanh, logsumexp's gradient). Measured on gemma3-270m ppl (262k vocabulary, one 1,016-row
+#: micro-batch, bf16): a gate-gradient pass took its process to 7.96 GB RSS (4.7 GB over the loaded
+#: model and data) with the micro-batch as one chunk, to 4.69 GB (0.55 GB over) at 256 rows (this
+#: budget), gradients bit-identical (docs/measurements.md). Smaller
+#: vocabularies keep whole micro-batches (smollm2: 1,365 rows; the tiny models: 16,384).
+GRAD_CHUNK_BYTES = 256 << 20
 
 
 class OutputHead:
@@ -148,14 +156,23 @@ class OutputHead:
         out = self.per_chunk(self._chunk_logprobs, hidden, targets)
         return torch.cat(out) if out else hidden.new_zeros(0, dtype=torch.float32)
 
+    def grad_chunk_tokens(self) -> int:
+        """Rows per chunk when gradients flow: ``chunk_tokens``, capped so one chunk's float32 logits
+        stay within ``GRAD_CHUNK_BYTES``."""
+        weight = getattr(self.head, "weight", None)
+        vocab = getattr(self.head, "out_features", None) or (weight.shape[0] if weight is not None else 0)
+        return max(1, min(self.chunk_tokens, GRAD_CHUNK_BYTES // (4 * int(vocab)))) if vocab else self.chunk_tokens
+
     def per_chunk(self, fn: Callable[..., torch.Tensor], *flat: torch.Tensor) -> list[torch.Tensor]:
         """``fn`` on ``chunk_tokens`` rows of each flat tensor at a time, so memory does not grow with
         the vocabulary. When gradients flow (cbo's gate gradients), each chunk is checkpointed: the
-        backward keeps the chunk's inputs, not its logits, and recomputes them one chunk at a time."""
+        backward keeps the chunk's inputs, not its logits, and recomputes them one chunk at a time,
+        of :meth:`grad_chunk_tokens` rows."""
         grad = torch.is_grad_enabled() and any(t.requires_grad for t in flat)
+        step = self.grad_chunk_tokens() if grad else self.chunk_tokens
         out = []
-        for start in range(0, flat[0].shape[0], self.chunk_tokens):
-            chunk = [t[start : start + self.chunk_tokens] for t in flat]
+        for start in range(0, flat[0].shape[0], step):
+            chunk = [t[start : start + step] for t in flat]
             out.append(checkpoint(fn, *chunk, use_reentrant=False) if grad else fn(*chunk))
         return out
 
