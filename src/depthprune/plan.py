@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from depthprune.grid.cases import Cell, Grid
-from depthprune.objectives.base import GRAD_CHUNK_BYTES
+from depthprune.objectives.base import grad_chunk_rows
 from depthprune.scoring import ENERGY, Request, replay_cost
 from depthprune.search import SEARCHERS, get_searcher
 
@@ -810,7 +810,7 @@ def worker_memory(shape: ModelShape, grid: Grid, a: Assumptions, gpu: GPU, calib
         # per block its input and gated update are kept; one block's norm, q/k/v/out, MLP and gate
         # inputs live at a time in the backward, and one head chunk's logits
         per_layer = 5 * shape.hidden + 2 * shape.kv_heads * shape.head_dim + 3 * shape.intermediate
-        grad_rows = max(1, min(2048, GRAD_CHUNK_BYTES // (4 * shape.vocab)))  # OutputHead.grad_chunk_tokens
+        grad_rows = grad_chunk_rows(shape.vocab, 2048)
         phases["cbo backward"] = (2 * shape.layers * micro * shape.hidden * b + micro * per_layer * b
                                   + grad_rows * logits)
     phase = max(phases, key=phases.get)

@@ -51,9 +51,15 @@ ROW_SLICE_BYTES = 1 << 20
 #: softcap's tanh, logsumexp's gradient). Measured on gemma3-270m ppl (262k vocabulary, one 1,016-row
 #: micro-batch, bf16): a gate-gradient pass took its process to 7.96 GB RSS (4.7 GB over the loaded
 #: model and data) with the micro-batch as one chunk, to 4.69 GB (0.55 GB over) at 256 rows (this
-#: budget), gradients bit-identical (docs/measurements.md). Smaller
+#: budget), gradients bit-identical (AMD EPYC, 2026-12-02; figures in the commit that set it). Smaller
 #: vocabularies keep whole micro-batches (smollm2: 1,365 rows; the tiny models: 16,384).
 GRAD_CHUNK_BYTES = 256 << 20
+
+
+def grad_chunk_rows(vocab: int, chunk_tokens: int) -> int:
+    """Rows per head chunk when gradients flow: ``chunk_tokens``, capped so one chunk's float32
+    logits stay within ``GRAD_CHUNK_BYTES`` (also the planner's memory model)."""
+    return max(1, min(chunk_tokens, GRAD_CHUNK_BYTES // (4 * vocab)))
 
 
 class OutputHead:
@@ -157,11 +163,9 @@ class OutputHead:
         return torch.cat(out) if out else hidden.new_zeros(0, dtype=torch.float32)
 
     def grad_chunk_tokens(self) -> int:
-        """Rows per chunk when gradients flow: ``chunk_tokens``, capped so one chunk's float32 logits
-        stay within ``GRAD_CHUNK_BYTES``."""
+        """:func:`grad_chunk_rows` for this head's vocabulary (``chunk_tokens`` if it has no weight)."""
         weight = getattr(self.head, "weight", None)
-        vocab = getattr(self.head, "out_features", None) or (weight.shape[0] if weight is not None else 0)
-        return max(1, min(self.chunk_tokens, GRAD_CHUNK_BYTES // (4 * int(vocab)))) if vocab else self.chunk_tokens
+        return self.chunk_tokens if weight is None else grad_chunk_rows(int(weight.shape[0]), self.chunk_tokens)
 
     def per_chunk(self, fn: Callable[..., torch.Tensor], *flat: torch.Tensor) -> list[torch.Tensor]:
         """``fn`` on ``chunk_tokens`` rows of each flat tensor at a time, so memory does not grow with
