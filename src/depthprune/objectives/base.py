@@ -163,7 +163,8 @@ class OutputHead:
         return torch.cat(out) if out else hidden.new_zeros(0, dtype=torch.float32)
 
     def grad_chunk_tokens(self) -> int:
-        """:func:`grad_chunk_rows` for this head's vocabulary (``chunk_tokens`` if it has no weight)."""
+        """:func:`~depthprune.objectives.base.grad_chunk_rows` for this head's vocabulary
+        (``chunk_tokens`` if it has no weight)."""
         weight = getattr(self.head, "weight", None)
         return self.chunk_tokens if weight is None else grad_chunk_rows(int(weight.shape[0]), self.chunk_tokens)
 
