@@ -35,7 +35,9 @@ def test_round_trip_keeps_every_finished_real_result_and_the_dense_files(tmp_pat
         (grid / f"{cell}.json").write_text(json.dumps(_result(cell)))
     (grid / "m-ppl-beam-M2.json").write_text("{not json")
     (grid / "dense" / "m.json").write_text(json.dumps({"model": "m", "metrics": {"avg_acc": 0.6}}))
-    (tmp_path / "results" / "eval-only").mkdir()
+    cache = tmp_path / "results" / "eval-cache"  # the grids' shared evaluation cache (GridRunner.eval_cache)
+    cache.mkdir()
+    (cache / "0123abcd.json").write_text(json.dumps({"model": "m", "removed": [1], "metrics": {"avg_acc": 0.5}}))
     [path] = write_archives(tmp_path / "results", tmp_path / "archive")
     assert path.name == "g.jsonl.xz"
     kinds = [(k, n) for k, n, _ in read_archive(path)]

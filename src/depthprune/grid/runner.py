@@ -117,8 +117,10 @@ class GridRunner:
             self._session = (grid.name, model_id, session)
         return self._session[2]
 
-    def eval_cache(self, grid: Grid) -> Path:
-        return self.results_dir / grid.name / "eval-cache"
+    def eval_cache(self) -> Path:
+        """One cache for every grid of this results directory (its keys hold all the evaluation's inputs,
+        :func:`depthprune.evaluate.cache_key`), so an evaluation two grids share runs once."""
+        return self.results_dir / "eval-cache"
 
     def result(self, grid: Grid, cell: Cell) -> dict[str, Any]:
         """The cell's result: the stored one if finished with the same settings, else a new run."""
@@ -150,7 +152,7 @@ class GridRunner:
         dense = self.dense(grid, session, calib, eval_config)
         outcome = calib.search(cell.search, cell.budget, seed=cell.seed, params=search_params(grid, cell))
         release_free_memory()  # the search's state caches and gradients are gone: hand their pages back
-        evaluation = session.evaluate(outcome.removed, eval_config, cache_dir=self.eval_cache(grid))
+        evaluation = session.evaluate(outcome.removed, eval_config, cache_dir=self.eval_cache())
         release_free_memory()
         ident = identity(session, calib, cell.search, cell.budget, cell.seed, cell.variant, grid.name)
         result = make_result(session, calib, outcome, ident, evaluation, eval_config, dense, cell.id)
@@ -162,7 +164,7 @@ class GridRunner:
         """The dense model's evaluation (once per model) and its calibration losses, on disk."""
         key = (grid.name, session.spec.id)
         if key not in self._dense:
-            self._dense[key] = session.evaluate((), eval_config, cache_dir=self.eval_cache(grid))
+            self._dense[key] = session.evaluate((), eval_config, cache_dir=self.eval_cache())
         path = dense_path(self.results_dir, grid.name, session.spec.id)
         write_json_atomic(path, {
             "grid": grid.name, "model": session.spec.id, "weights": session.weights, "stand_in": session.stand_in,
