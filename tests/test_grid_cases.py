@@ -227,3 +227,24 @@ def test_bad_overrides_are_refused_by_name(tmp_path, text, match):
     path.write_text(text)
     with pytest.raises(CaseFileError, match=match):
         apply_override(load_grid(ROOT / "cases" / "paper.toml"), path)
+
+
+def test_the_tiny_ci_slice_covers_every_searcher_objective_budget_and_two_architectures():
+    """What tiny.toml's [ci] comment promises, so that a cheaper pick cannot drop a searcher."""
+    import json
+
+    from depthprune.models import MODELS
+
+    grid = load_grid(ROOT / "cases" / "tiny.toml")
+    cells = {c.id: c for c in grid.cells()}
+    picked = [cells[i] for i in grid.ci_cells]
+    assert sorted(c.search for c in picked) == sorted(grid.searchers), "each searcher once"
+    assert {c.objective for c in picked} == set(grid.objectives)
+    assert {c.budget for c in picked} == set(grid.budgets)
+
+    def architecture(model: str) -> str:
+        return json.loads((Path(MODELS[model].source) / "config.json").read_text())["architectures"][0]
+
+    assert len({architecture(c.model) for c in picked}) >= 2
+    assert {(architecture(c.model), c.objective) for c in picked} == \
+        {(architecture(c.model), o) for c in picked for o in grid.objectives}, "both objectives on each architecture"
