@@ -5,10 +5,11 @@ reads result archives, ``<grid>.jsonl.xz``: :mod:`depthprune.grid.archive`):
 
     <results>/<grid>/<cell-id>.json        one finished cell (schema: depthprune.result)
     <results>/<grid>/dense/<model>.json    the dense model's metrics and calibration losses
-    <results>/eval-cache/                  evaluation cache, shared by the grids: its keys are the
-                                           evaluation's every input (model weights, removed set,
-                                           settings, dtype, code, libraries), so the tiny and
-                                           controls grids evaluate a model they share once
+    <results>/eval-cache/                  evaluation cache, shared by the grids (below)
+
+The evaluation cache's keys hold every input of an evaluation (model weights, removed set,
+settings, dtype, code, libraries), so one cache serves every grid: the tiny and controls grids
+evaluate a model they share once.
 
 A cell's file appears only when the cell is finished (write-to-temp + rename), so a run
 killed at any moment leaves finished cells intact and no partial file; a rerun skips
