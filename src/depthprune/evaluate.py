@@ -2,8 +2,9 @@
 
 Everything runs on the model *in memory* through the reversible view
 (:func:`depthprune.masking.skip_layers`), so evaluating many removal sets needs one
-load. Zero-shot tasks go through an unpatched lm-evaluation-harness (its tasks, requests
-and metrics) with one of two lm-eval models, ``EvalConfig.adapter``: ``"shared-prefix"``
+load. Zero-shot tasks go through lm-evaluation-harness (its tasks, requests and metrics; its
+prompt templates compiled once per evaluation, :mod:`depthprune.lm_eval_templates`, the same
+prompts) with one of two lm-eval models, ``EvalConfig.adapter``: ``"shared-prefix"``
 (ours, the default: :class:`depthprune.lm_adapter.SharedPrefixLM`, lm-eval's ``HFLM`` that
 computes a context shared by several continuations once and runs the output head only where
 lm-eval reads it; equal to stock within float rounding, tested) or ``"hflm"`` (stock
@@ -240,9 +241,12 @@ def run_lm_eval(lm, profile: Profile, cfg: EvalConfig) -> dict[str, Any]:
     """lm-eval's ``simple_evaluate`` on ``lm`` with this evaluation's tasks, limit and logged samples."""
     from lm_eval import simple_evaluate
 
+    from depthprune.lm_eval_templates import compiled_templates
+
     logging.getLogger("lm-eval").setLevel(logging.WARNING)
-    return simple_evaluate(model=lm, tasks=list(lm_eval_tasks(profile, cfg)), task_manager=profile.task_manager(),
-                           limit=cfg.limit, log_samples=True, bootstrap_iters=1000, verbosity="WARNING")
+    with compiled_templates():  # each prompt template compiled once, not once per document (same prompts)
+        return simple_evaluate(model=lm, tasks=list(lm_eval_tasks(profile, cfg)), task_manager=profile.task_manager(),
+                               limit=cfg.limit, log_samples=True, bootstrap_iters=1000, verbosity="WARNING")
 
 
 def zero_shot(model, tokenizer, profile: Profile, cfg: EvalConfig,
