@@ -71,6 +71,20 @@ def test_the_choice_is_announced_once_and_bf16_without_amx_warns(monkeypatch, ca
         resolve_dtype("bfloat16", "cpu", announce=True)  # AMX: no warning
 
 
+@pytest.mark.parametrize("kernel, want", [
+    ("brg_matmul:avx10_1_512_amx", "amx"),
+    ("brg_matmul:avx512_core_amx", "amx"),
+    ("brg_matmul:avx512_core_bf16", "avx512-bf16"),
+    ("none (oneDNN ran no bf16 matmul: ATen's own kernel did)", "emulated"),  # says "bf16", is no bf16 kernel
+    ("unknown (torch built without oneDNN)", "emulated"),
+    ("gemm:jit", "unknown"),
+    (None, "unknown"),
+])
+def test_bf16_kernel_class(kernel, want):
+    assert precision.bf16_class(kernel) == want
+    assert want == "unknown" or want in precision.BF16_CLASSES
+
+
 _PROBE = ("from depthprune.precision import cpu_kernels, auto_dtype; k = cpu_kernels(); "
           "print(k.amx_tile, k.bf16_matmul_kernel, auto_dtype('cpu')[0], sep='|')")
 
@@ -83,6 +97,8 @@ def test_the_probe_reads_the_kernel_onednn_really_runs(cap):
         env["ONEDNN_MAX_CPU_ISA"] = cap
     out = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, check=True).stdout
     amx, kernel, dtype = out.strip().split("|")
+    if cap == "AVX2":  # no native bf16 at all: ATen's own kernel
+        assert precision.bf16_class(kernel) == "emulated"
     if cap or amx == "False":
         assert "amx" not in kernel and dtype == "torch.float32"
     else:

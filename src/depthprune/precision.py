@@ -57,6 +57,31 @@ class CpuKernels:
     def bf16_on_amx(self) -> bool:
         return self.amx_tile and "amx" in self.bf16_matmul_kernel
 
+    @property
+    def bf16_class(self) -> str:
+        """The class of kernel that runs this CPU's bf16 matmuls (:func:`bf16_class`)."""
+        return bf16_class(self.bf16_matmul_kernel)
+
+
+#: the classes of CPU bf16 matmul kernel, each rounding its own way: AMX tiles, native AVX512-BF16
+#: vector instructions (oneDNN's ``avx512_core_bf16``, no AMX), and ATen's own emulation (no oneDNN bf16
+#: kernel: an AVX2-only CPU, where bf16 products are computed in float32 and rounded)
+BF16_CLASSES = ("amx", "avx512-bf16", "emulated")
+
+
+def bf16_class(kernel: str | None) -> str:
+    """The kernel class of a recorded ``bf16_matmul_kernel`` string (a result's ``kernels``), or
+    ``"unknown"`` where none was recorded. A bound measured on one class holds for that class only."""
+    if not kernel:
+        return "unknown"
+    if kernel.startswith(("none", "unknown")):  # _probe_onednn_kernel's words for "no oneDNN bf16 kernel ran"
+        return "emulated"
+    if "amx" in kernel:
+        return "amx"
+    if "bf16" in kernel or "avx10" in kernel:
+        return "avx512-bf16"
+    return "unknown"
+
 
 def _probe_onednn_kernel() -> str:
     """The oneDNN implementation of one 64x64 bf16 matmul, read from oneDNN's verbose output
