@@ -33,7 +33,6 @@ def test_round_trip_keeps_every_finished_real_result_and_the_dense_files(tmp_pat
     (grid / "dense").mkdir(parents=True)
     for cell in ("m-ppl-greedy-M2", "m-margin-oneshot-M2"):
         (grid / f"{cell}.json").write_text(json.dumps(_result(cell)))
-    (grid / "m-ppl-beam-M2.json").write_text("{not json")
     (grid / "dense" / "m.json").write_text(json.dumps({"model": "m", "metrics": {"avg_acc": 0.6}}))
     cache = tmp_path / "results" / "eval-cache"  # the grids' shared evaluation cache (GridRunner.eval_cache)
     cache.mkdir()

@@ -1,7 +1,8 @@
 """``depthprune`` command line: prune, cell, evaluate, report, plan, submit.
 
 Exit status: 0 on success; 2 for a usage error (bad input: one line naming the flag and
-what is allowed, before anything is loaded or written); 1 for a failure during the run
+what is allowed, or the result file or archive that is broken and how, before anything is
+loaded or written); 1 for a failure during the run
 (one line with its reason; ``DEPTHPRUNE_DEBUG=1`` shows the traceback).
 """
 
@@ -15,6 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from depthprune.result import ResultFileError
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -672,7 +675,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)  # argparse exits 2 on its own usage errors
     try:
         return args.func(args)
-    except UsageError as err:
+    except (UsageError, ResultFileError) as err:  # a broken result file is bad input too: exit 2, naming it
         print(f"depthprune {args.command}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

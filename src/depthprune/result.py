@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,19 @@ COST_FIELDS = ("evaluations", "layer_forwards", "layer_backwards", "seconds", "s
 
 class ResultError(ValueError):
     """A result file is unreadable, incomplete or of another schema; the message names the file."""
+
+
+class ResultFileError(ResultError):
+    """A file read as results (a cell's JSON, a dense-model file, an archive or one of its lines) is broken.
+
+    Bad input, not a failure of the run: every command that reads results exits 2 with this one line
+    (``<path>[:line]: <what is wrong>``) instead of skipping the file, which would leave its cells out
+    of a report or a check without a word.
+    """
+
+    def __init__(self, path: str | Path, problem: str, line: int | None = None) -> None:
+        self.path, self.problem, self.line = Path(path), problem, line
+        super().__init__(f"{path}{'' if line is None else f':{line}'}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -73,36 +87,115 @@ def fingerprint(settings: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def validate(data: Any, where: str) -> dict[str, Any]:
-    """Check a result object; returns it with the identity's fields lifted to the top level."""
+def _problem(data: Any) -> str | None:
+    """What keeps ``data`` from being a result of this schema, or None."""
     if not isinstance(data, dict):
-        raise ResultError(f"{where}: not a JSON object")
+        return "not a JSON object"
     if data.get("schema") != SCHEMA:
-        raise ResultError(f"{where}: schema {data.get('schema')!r} (this depthprune reads schema {SCHEMA}; "
-                          "rerun the cell to recompute it)")
+        return (f"schema {data.get('schema')!r} (this depthprune reads schema {SCHEMA}; "
+                "rerun the cell to recompute it)")
     missing = [k for k in REQUIRED_FIELDS if k not in data]
     if missing:
-        raise ResultError(f"{where}: missing field(s) {', '.join(missing)}")
+        return f"missing field(s) {', '.join(missing)}"
     ident = data["identity"]
     fields = set(Identity.__dataclass_fields__)
     if not isinstance(ident, dict) or set(ident) != fields:
         got = set(ident) if isinstance(ident, dict) else set()
-        raise ResultError(f"{where}: identity must have exactly the fields {', '.join(sorted(fields))} "
-                          f"(missing: {', '.join(sorted(fields - got)) or 'none'}; "
-                          f"unknown: {', '.join(sorted(got - fields)) or 'none'})")
+        return (f"identity must have exactly the fields {', '.join(sorted(fields))} "
+                f"(missing: {', '.join(sorted(fields - got)) or 'none'}; "
+                f"unknown: {', '.join(sorted(got - fields)) or 'none'})")
+    if not isinstance(data["cost"], dict):
+        return "cost must be a JSON object"
     cost_missing = [k for k in COST_FIELDS if k not in data["cost"]]
     if cost_missing:
-        raise ResultError(f"{where}: cost lacks {', '.join(cost_missing)}")
-    return {**data, **ident}
+        return f"cost lacks {', '.join(cost_missing)}"
+    return None
+
+
+def validate(data: Any, where: str) -> dict[str, Any]:
+    """Check a result object; returns it with the identity's fields lifted to the top level."""
+    problem = _problem(data)
+    if problem is not None:
+        raise ResultError(f"{where}: {problem}")
+    return {**data, **data["identity"]}
+
+
+def is_result(data: Any) -> bool:
+    """Whether a JSON value claims to be a cell result (of any schema: an old one is an error, not a skip).
+
+    Results carry an integer ``schema`` (1, 2) and an ``identity``; the other JSON files that live
+    among results (calibration-curve summaries, a rehearsal's manifest, a saved checkpoint's config,
+    ``throughput.json`` with its string schema) carry neither, and are not read as results.
+    """
+    return isinstance(data, dict) and ("identity" in data or type(data.get("schema")) is int)
+
+
+#: what is left after the decoder's error where a number or literal was cut (``0.``, ``1e``, ``tru``)
+_CUT_TOKEN = re.compile(r"[-+.0-9eEtrufalsn]{1,5}")
+
+
+def _cut_short(text: str, err: json.JSONDecodeError) -> bool:
+    """Whether the decoder ran into the end of ``text`` (a cut copy) rather than into a malformed part."""
+    tail = text[err.pos:].rstrip()
+    if not tail or err.msg.startswith("Unterminated string"):
+        return True
+    return (err.msg != "Extra data" and not err.msg.startswith("Expecting property name")
+            and _CUT_TOKEN.fullmatch(tail) is not None)
+
+
+def parse_json(text: str, path: str | Path, line: int | None = None) -> Any:
+    """``text`` (a file's or an archive line's) as JSON; a :class:`ResultFileError` naming ``path``
+    (and ``line``) that says whether it is cut short or not JSON at all."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        if not text.strip():
+            raise ResultFileError(path, "empty, expected a JSON object", line) from None
+        if _cut_short(text, err):
+            raise ResultFileError(path, f"truncated: the JSON stops after {len(text)} characters, before it is "
+                                  "complete (a partial copy or an interrupted write?)", line) from None
+        where = f"column {err.colno}" if line is not None else f"line {err.lineno} column {err.colno}"
+        raise ResultFileError(path, f"not valid JSON ({err.msg}: {where}), expected a JSON object", line) from None
+
+
+def read_json_file(path: str | Path) -> Any:
+    """The JSON in ``path``, or a :class:`ResultFileError` naming it (unreadable, not UTF-8, not JSON, truncated)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ResultFileError(path, f"not UTF-8 text ({err.reason} at byte {err.start}), expected JSON") from None
+    except OSError as err:
+        raise ResultFileError(path, f"cannot be read ({err.strerror or err})") from None
+    return parse_json(text, path)
+
+
+def check_result(data: Any, path: str | Path, line: int | None = None, name: str | None = None) -> dict[str, Any]:
+    """``data`` read from ``path`` (its line ``line``, archive member ``name``) as a result, lifted as
+    :func:`validate` does; a :class:`ResultFileError` that names the file where it is not one."""
+    problem = _problem(data)
+    if problem is not None:
+        raise ResultFileError(path, problem if name is None else f"{name}: {problem}", line)
+    return {**data, **data["identity"]}
 
 
 def read_result(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ResultError(f"{path}: not valid JSON ({err})") from None
-    return validate(data, str(path))
+    """The result in ``path``; a :class:`ResultFileError` naming it when it is not a complete result of this schema."""
+    return check_result(read_json_file(path), path)
+
+
+def read_result_file(path: str | Path) -> dict[str, Any] | None:
+    """As :func:`read_result`, but None for a JSON file that is no result at all (:func:`is_result`):
+    what the readers of a results directory skip on purpose. A broken file still raises."""
+    data = read_json_file(path)
+    return check_result(data, path) if is_result(data) else None
+
+
+def read_dense(path: str | Path) -> dict[str, Any]:
+    """A dense-model file (``<grid>/dense/<model>.json``): a JSON object, or a :class:`ResultFileError` naming it."""
+    data = read_json_file(path)
+    if not isinstance(data, dict):
+        raise ResultFileError(path, f"not a JSON object (a dense-model file holds one, got {type(data).__name__})")
+    return data
 
 
 def to_json(result: dict[str, Any]) -> dict[str, Any]:

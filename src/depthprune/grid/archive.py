@@ -19,24 +19,25 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from depthprune.result import ResultError, read_result, validate
+from depthprune.result import ResultFileError, check_result, is_result, parse_json, read_dense, read_json_file
 
 SUFFIX = ".jsonl.xz"
+#: the records an archive holds
+KINDS = ("result", "dense")
 
 
 def _records(grid_dir: Path) -> list[dict[str, Any]]:
+    """The grid's real results and dense files as archive records; a broken file raises
+    :class:`~depthprune.result.ResultFileError` (an archive must not drop a cell without a word)."""
     out = []
     for path in sorted(grid_dir.glob("*.json")):
         if path.name.startswith("."):
             continue
-        try:
-            data = read_result(path)
-        except ResultError:
-            continue  # not a finished cell (the reporter skips it too)
-        if not data["stand_in"]:
-            out.append({"kind": "result", "name": path.name, "data": json.loads(path.read_text())})
+        data = read_json_file(path)
+        if is_result(data) and not check_result(data, path)["stand_in"]:  # other JSON files are no cells
+            out.append({"kind": "result", "name": path.name, "data": data})
     for path in sorted((grid_dir / "dense").glob("*.json")):
-        data = json.loads(path.read_text())
+        data = read_dense(path)
         if not data.get("stand_in", False):
             out.append({"kind": "dense", "name": path.name, "data": data})
     return out
@@ -49,8 +50,9 @@ def write_archives(results_dir: str | Path, out_dir: str | Path) -> list[Path]:
 
     written = []
     out = Path(out_dir)
-    for grid_dir in sorted(p for p in Path(results_dir).iterdir() if p.is_dir()):
-        records = _records(grid_dir)
+    grid_dirs = sorted(p for p in Path(results_dir).iterdir() if p.is_dir() and p.name != "eval-cache")
+    grids = [(grid_dir, _records(grid_dir)) for grid_dir in grid_dirs]  # every file read before any is written
+    for grid_dir, records in grids:
         if not any(r["kind"] == "result" for r in records):
             continue
         out.mkdir(parents=True, exist_ok=True)
@@ -68,12 +70,42 @@ def write_archives(results_dir: str | Path, out_dir: str | Path) -> list[Path]:
     return written
 
 
+def _archive_text(path: Path) -> str:
+    """The whole archive, decompressed: a truncated or corrupt one fails here, naming the file, before
+    any of its records is used."""
+    try:
+        raw = lzma.decompress(path.read_bytes())
+    except lzma.LZMAError as err:
+        raise ResultFileError(path, f"not a complete xz archive ({err}): a partial copy? restore it, or rewrite "
+                              "it with `depthprune archive`") from None
+    except OSError as err:
+        raise ResultFileError(path, f"cannot be read ({err.strerror or err})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ResultFileError(path, f"not UTF-8 text once decompressed ({err.reason} at byte {err.start})") from None
+
+
+def _record(text: str, path: Path, n: int) -> tuple[str, str, dict[str, Any]]:
+    """Line ``n`` of archive ``path`` as (kind, name, data); results checked as
+    :func:`depthprune.result.read_result` checks a file."""
+    record = parse_json(text, path, n)
+    if not (isinstance(record, dict) and record.get("kind") in KINDS and isinstance(record.get("name"), str)
+            and isinstance(record.get("data"), dict)):
+        raise ResultFileError(path, f"not an archive record: expected a JSON object with kind ({' or '.join(KINDS)}), "
+                              "name (a string) and data (an object)", n)
+    data = record["data"]
+    if record["kind"] == "result":
+        data = check_result(data, path, n, record["name"])
+    return record["kind"], record["name"], data
+
+
 def read_archive(path: str | Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """(kind, name, data) per record; results validated as :func:`depthprune.result.read_result` does."""
-    with lzma.open(path, "rt") as fh:
-        for n, line in enumerate(fh, 1):
-            record = json.loads(line)
-            data = record["data"]
-            if record["kind"] == "result":
-                data = validate(data, f"{path}:{n} ({record['name']})")
-            yield record["kind"], record["name"], data
+    """(kind, name, data) per record; a truncated archive or a bad line raises
+    :class:`~depthprune.result.ResultFileError` naming the file and the line."""
+    path = Path(path)
+    lines = _archive_text(path).split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the newline that ends the last record
+    for n, line in enumerate(lines, 1):
+        yield _record(line, path, n)

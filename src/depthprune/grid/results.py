@@ -21,16 +21,16 @@ the identity, so of the fingerprint).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from depthprune.env import write_json_atomic
-from depthprune.result import REQUIRED_FIELDS, ResultError, read_result, to_json
+from depthprune.result import (REQUIRED_FIELDS, ResultError, ResultFileError, read_dense, read_result, read_result_file,
+                               to_json)
 
 __all__ = ["STAND_IN_DIR_MARKER", "ResultError", "claim_results_dir", "cell_path", "dense_path", "iter_dense", "iter_results", "load_finished",
-           "read_result", "write_result"]
+           "ResultFileError", "read_result", "write_result"]
 
 
 def cell_path(results_dir: str | Path, grid: str, cell_id: str) -> Path:
@@ -88,7 +88,11 @@ def load_finished(path: Path, expected_fingerprint: str) -> dict[str, Any] | Non
 def iter_results(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator[dict[str, Any]]:
     """Every cell result under ``dirs`` (recursively); a cell found twice keeps the newest.
 
-    Results made on stand-in models are skipped unless ``stand_in`` (then only they are read).
+    Results made on stand-in models are skipped unless ``stand_in`` (then only they are read). So are
+    what is no cell result: dot files, the ``dense/`` and ``eval-cache/`` folders, results without a
+    cell (``prune --json``) and JSON files that are no result at all (:func:`depthprune.result.is_result`).
+    A file or archive that is broken -- not JSON, truncated, of another schema -- raises
+    :class:`ResultFileError` naming it: skipped, its cells would be missing from the report unsaid.
     """
     from depthprune.grid.archive import SUFFIX, read_archive
 
@@ -100,13 +104,10 @@ def iter_results(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator
                 if kind == "result" and bool(data["stand_in"]) == stand_in and data["cell"] is not None:
                     newest.setdefault(key, (0.0, data))
         for path in sorted(Path(d).rglob("*.json")):
-            if path.parent.name in ("dense", "eval-cache") or path.name.startswith("."):
+            if path.parent.name in ("dense", "eval-cache") or path.name.startswith(".") or not path.is_file():
                 continue
-            try:
-                data = read_result(path)
-            except ResultError:
-                continue
-            if bool(data["stand_in"]) != stand_in or data["cell"] is None:
+            data = read_result_file(path)
+            if data is None or bool(data["stand_in"]) != stand_in or data["cell"] is None:
                 continue
             key = (data["grid"], data["cell"])
             stamp = path.stat().st_mtime
@@ -118,7 +119,8 @@ def iter_results(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator
 
 def iter_dense(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator[dict[str, Any]]:
     """Every dense-model file under ``dirs``; those made on stand-ins only if ``stand_in`` (as
-    :func:`iter_results`: a rehearsal's dense metrics must never stand for a real model's)."""
+    :func:`iter_results`: a rehearsal's dense metrics must never stand for a real model's). A file
+    that is not a JSON object raises :class:`ResultFileError` naming it."""
     from depthprune.grid.archive import SUFFIX, read_archive
 
     for d in dirs:
@@ -127,9 +129,6 @@ def iter_dense(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator[d
                 if kind == "dense" and bool(data.get("stand_in", False)) == stand_in:
                     yield data
         for path in sorted(Path(d).rglob("dense/*.json")):
-            try:
-                data = json.loads(path.read_text())
-            except json.JSONDecodeError:
-                continue
+            data = read_dense(path)
             if bool(data.get("stand_in", False)) == stand_in:
                 yield data
