@@ -5,6 +5,7 @@
     pytest bench --grid paper --model qwen3-8b      one model's cells (a cluster task, a CI matrix job)
     pytest bench -n 4 --dist loadgroup             one worker per GPU, a model+objective's cells on one worker
     pytest bench --redo / --update-reference       recompute finished cells / rewrite references
+    pytest bench --grid real --verify -k gemma3     replay archived cells (no model), one test per cell
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ def pytest_addoption(parser):
     group.addoption("--objective", action="append", default=None, metavar="NAME",
                     help="only this objective's cells (repeatable; exact name)")
     group.addoption("--device", default=None, help="device for cells (default: per grid; xdist worker i -> cuda:i)")
+    group.addoption("--verify", action="store_true",
+                    help="instead of running cells, replay the selected grids' archived cells (depthprune verify "
+                    "--replay-only), one test per cell: -k, --model and --objective select")
+    group.addoption("--verify-results", action="append", default=None, metavar="DIR",
+                    help="with --verify: results or archives to verify (repeatable; default: archive/)")
     group.addoption("--dtype", default=None, choices=("auto", "float32", "bfloat16"),
                     help="numeric precision of every cell, over the case files' (a cell then needs a reference of "
                     "that dtype: reference/<dtype>/)")
@@ -91,12 +97,38 @@ def _rehearsal_cells(metafunc) -> None:
     metafunc.parametrize("rehearsal_cell", params)
 
 
+def _verify_cells(metafunc) -> None:
+    """Parametrise ``verify_cell``: the archived results of the selected grids, by cell id (with --verify)."""
+    config = metafunc.config
+    if not config.getoption("--verify"):
+        metafunc.parametrize("verify_cell", [pytest.param(None, marks=pytest.mark.skip(reason="pass --verify"))],
+                             ids=["not-asked"])
+        return
+    from depthprune.verify.run import SelectionError, select_cells
+
+    results = config.getoption("--verify-results") or [str(ROOT / "archive")]
+    try:
+        cells = select_cells(results, config.getoption("--grid"))
+    except SelectionError as err:
+        raise pytest.UsageError(str(err)) from None
+    models, objectives = config.getoption("--model"), config.getoption("--objective")
+    cells = [r for r in cells if (not models or r["model"] in models) and (not objectives or r["objective"] in objectives)]
+    metafunc.parametrize("verify_cell", [pytest.param(r, id=f"{r['grid']}-{r['cell']}") for r in cells])
+
+
 def pytest_generate_tests(metafunc):
     if "rehearsal_cell" in metafunc.fixturenames:
         _rehearsal_cells(metafunc)
+    if "verify_cell" in metafunc.fixturenames:
+        _verify_cells(metafunc)
     if "grid_cell" not in metafunc.fixturenames:
         return
     config = metafunc.config
+    if config.getoption("--verify"):  # verify archived cells instead of running any
+        metafunc.parametrize("grid_cell", [pytest.param(None, marks=pytest.mark.skip(reason="--verify: cells are "
+                                                                                      "replayed, not run"))],
+                             ids=["not-run"])
+        return
     grids = _grids(config)
     models = _selection(config, grids, "--model", "model")
     objectives = _selection(config, grids, "--objective", "objective")
@@ -152,7 +184,7 @@ def _longest_groups_first(items) -> None:
     group_of, seconds_of, per_grid = {}, {}, {}
     for i, item in enumerate(items):
         spec = getattr(item, "callspec", None)
-        if spec is None or "grid_cell" not in spec.params:
+        if spec is None or not isinstance(spec.params.get("grid_cell"), tuple):  # --verify: no cell runs
             continue
         grid, cell = spec.params["grid_cell"]
         if grid.name not in per_grid:

@@ -23,6 +23,7 @@ from depthprune.grid.reference import (
 )
 from depthprune.grid.runner import CellSkipped, cell_device
 from depthprune.precision import auto_dtype, resolve_dtype
+from depthprune.verify.replay import REPLAYED, replay
 
 
 def _run_dtype(grid, runner) -> str:
@@ -51,6 +52,10 @@ def test_cell(grid_cell, grid_runner, request):
         result = grid_runner.result(grid, cell)
     except CellSkipped as reason:
         pytest.skip(f"{cell.id}: {reason}")
+    # the result replays with no model: its searcher, on its recorded trace, asks for the same sets and
+    # returns the same answer (depthprune verify --replay-only; cbo and bo record what they read and fit)
+    replayed = replay(result)
+    assert replayed.status == REPLAYED, f"{cell.id}: replay {replayed.status}: {replayed.disagreement or replayed.not_replayed}"
     if update:
         if reference is not None and reference.get("kind") == "public-source":
             pytest.skip(f"{cell.id}: has a public-source reference; not overwritten by a measurement")

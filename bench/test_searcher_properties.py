@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import math
 
 import pytest
@@ -29,6 +30,7 @@ except ImportError:  # pragma: no cover - when bench/ is imported as a package
     )
 
 from depthprune.search import SEARCHERS, get_searcher
+from depthprune.verify.replay import REPLAYED, replay
 
 SLOW = {"bo"}  # seconds per search (GP fits): fewer examples, small max_evaluations
 FAST_NAMES = sorted(n for n in SEARCHERS if n not in SLOW)
@@ -139,6 +141,22 @@ def check_contract(name: str, params: dict, p: Problem) -> None:
     assert again.removed == r.removed and same_loss(again.loss, r.loss), f"{name}: not deterministic"
     assert again.evaluations == r.evaluations and score2.calls == calls, f"{name}: different evaluations on rerun"
     assert again.info == r.info
+
+    # Its record replays with no objective at all (depthprune verify --replay-only): what it read besides
+    # score (cbo's energy, bo's GP fits) is in its info, and it asks for the recorded sets in order.
+    replayed = replay(recorded(r, p))
+    assert replayed.status == REPLAYED, f"{name}: replay {replayed.status}: {replayed.disagreement or replayed.not_replayed}"
+
+
+def recorded(r, p: Problem) -> dict:  # noqa: ANN001 - a SearchResult
+    """The search part of a cell result, as recipe.make_result writes it, through JSON."""
+    prior = None if p.prior is None else [x if math.isfinite(x) else None for x in p.prior]
+    result = {"cell": "property", "identity": {"grid": "property", "search": r.searcher, "search_seed": r.seed},
+              "n_layers": p.n_layers, "removed": list(r.removed), "calibration_loss": r.loss,
+              "search_params": r.params, "search_info": r.info,
+              "settings": {"use_prior": p.prior is not None, "protected": sorted(p.protected)}, "prior": prior,
+              "trace": [[sorted(s), loss] for s, loss in r.trace], "cost": {"search_evaluations": r.evaluations}}
+    return json.loads(json.dumps(result))
 
 
 LIMITS = st.one_of(st.just("default"), st.none(), st.integers(1, 40))

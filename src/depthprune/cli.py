@@ -1,4 +1,4 @@
-"""``depthprune`` command line: prune, cell, evaluate, report, plan, submit.
+"""``depthprune`` command line: prune, cell, evaluate, report, archive, verify, plan, submit.
 
 Exit status: 0 on success; 2 for a usage error (bad input: one line naming the flag and
 what is allowed, or the result file or archive that is broken and how, before anything is
@@ -361,6 +361,38 @@ def cmd_archive(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    import time
+
+    from depthprune.verify import run
+
+    for d in args.results:
+        if not Path(d).is_dir():
+            raise UsageError(f"--results {d}: not a directory")
+    if not args.replay_only:
+        raise UsageError("only --replay-only is built so far: re-measuring sets, decisions and item outcomes on this "
+                         "machine (issue 35, item 3) is not; add --replay-only")
+    if args.json:
+        check_destination(args.json, "--json")
+    try:
+        cells = run.select_cells(args.results, args.grid, args.cell)
+    except run.SelectionError as err:
+        raise UsageError(str(err)) from None
+    start = time.perf_counter()
+    replays = run.replay_cells(cells, progress=sys.stderr.isatty())
+    seconds = time.perf_counter() - start
+    for line in run.cell_lines(replays):
+        print(line)
+    print(run.summary(replays))
+    print(f"replayed {len(replays)} cells in {seconds:.1f} s (no model loaded: each searcher against its recorded trace)")
+    if args.json:
+        from depthprune.env import write_json_atomic
+
+        write_json_atomic(args.json, run.report_json(replays, args.results, seconds))
+        print(f"wrote {args.json}")
+    return EXIT_FAILURE if any(r.status == run.FAILED for r in replays) else 0
+
+
 def cmd_durations(args: argparse.Namespace) -> int:
     from depthprune.grid.results import iter_results
     from depthprune.grid.schedule import DURATIONS_DIR, durations_from_results, write_durations
@@ -611,6 +643,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", default="results", help="the results directory (default: results)")
     p.add_argument("--out", default="archive", help="where the <grid>.jsonl.xz files go (default: archive)")
     p.set_defaults(func=cmd_archive)
+
+    p = sub.add_parser("verify", help="check archived cell results on this machine (--replay-only: each searcher "
+                                      "against its recorded trace, no model)")
+    p.add_argument("--results", action="append", required=True, metavar="DIR",
+                   help="a results directory or a folder of archives such as archive/ (repeatable)")
+    p.add_argument("--grid", action="append", metavar="NAME", help="only this grid's cells (repeatable)")
+    p.add_argument("--cell", action="append", metavar="ID", help="only this cell (repeatable; exact id)")
+    p.add_argument("--replay-only", action="store_true",
+                   help="replay each cell's searcher on its recorded trace (the code path, no model loaded)")
+    p.add_argument("--json", default=None, metavar="FILE", help="write every cell's outcome and decisions as JSON")
+    p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("durations", help="record how long a grid's cells took (orders cell groups longest first)")
     p.add_argument("--grid", required=True, help="grid name (a case file's [grid] name, e.g. tiny)")

@@ -114,6 +114,10 @@ class SearchContext:
         # Optional structural ranking ``score.block_influence(metric) -> [L floats]`` from the
         # dense model's hidden states (duck-typed the same way). Used by ``bi``.
         self.block_influence: Callable[[str], Sequence[float]] | None = getattr(score, "block_influence", None)
+        # Optional ``score.recorded_gp(k) -> {parameter name: value} | None``: the k-th GP fit a recorded
+        # run of ``bo`` reached, offered by a replay (depthprune.verify.replay) so that bo's path does not
+        # rest on this machine's optimiser; None for a plain callable (then bo fits).
+        self.recorded_gp: Callable[[int], dict[str, Any] | None] | None = getattr(score, "recorded_gp", None)
         self._memo: dict[frozenset[int], float] = {}
         self.trace: list[tuple[frozenset[int], float]] = []
         self._best: tuple[tuple[float, tuple[int, ...]], frozenset[int]] | None = None

@@ -54,6 +54,7 @@ class BlockInfluenceSearcher(Searcher):
         values = [float(v) for v in influence(self.metric)]
         if len(values) != ctx.n_layers:
             raise ValueError(f"bi: score.block_influence returned {len(values)} values for {ctx.n_layers} layers")
-        ctx.info["block_influence"] = [round(v, 6) if math.isfinite(v) else None for v in values]
+        # unrounded, so that a replay ranks exactly these values (depthprune.verify.replay); None for non-finite
+        ctx.info["block_influence"] = [v if math.isfinite(v) else None for v in values]
         key = {i: (values[i] if math.isfinite(values[i]) else math.inf, i) for i in ctx.candidates}
         return frozenset(sorted(ctx.candidates, key=key.__getitem__)[: ctx.budget])

@@ -186,6 +186,7 @@ class BayesOptSearcher(Searcher):
         ctx.score_many(sorted(init, key=lambda s: tuple(sorted(s))))
 
         ctx.info["iterations"] = 0
+        fits: list[dict[str, object]] = ctx.info.setdefault("gp_fits", [])
         warm = None
         for it in range(1, self.max_iterations + 1):
             if ctx.remaining == 0:
@@ -221,14 +222,22 @@ class BayesOptSearcher(Searcher):
                 with warnings.catch_warnings(), _torch_threads(torch, 1):
                     warnings.simplefilter("ignore")
                     gp = SingleTaskGP(train_x, train_y)
-                    if warm is not None:  # start from the previous fit's hyper-parameters
-                        gp.covar_module.load_state_dict(warm[0])
-                        gp.likelihood.load_state_dict(warm[1])
-                    fit_gpytorch_mll(
-                        ExactMarginalLogLikelihood(gp.likelihood, gp),
-                        optimizer_kwargs=None if self.fit_maxiter is None else {"options": {"maxiter": self.fit_maxiter}},
-                    )
+                    recorded = ctx.recorded_gp(len(fits)) if ctx.recorded_gp is not None else None
+                    if recorded is not None:  # a replay: this fit's recorded optimum, not a new fit
+                        gp.load_state_dict({k: torch.tensor(v, dtype=torch.double) for k, v in recorded.items()},
+                                           strict=False)
+                    else:
+                        if warm is not None:  # start from the previous fit's hyper-parameters
+                            gp.covar_module.load_state_dict(warm[0])
+                            gp.likelihood.load_state_dict(warm[1])
+                        fit_gpytorch_mll(
+                            ExactMarginalLogLikelihood(gp.likelihood, gp),
+                            optimizer_kwargs=None if self.fit_maxiter is None else {"options": {"maxiter": self.fit_maxiter}},
+                        )
                     warm = (gp.covar_module.state_dict(), gp.likelihood.state_dict())
+                    # the fit's optimum, which is this machine's numerics (float64 L-BFGS): recorded, so
+                    # that a result replays without refitting (depthprune.verify.replay)
+                    fits.append({name: p.detach().tolist() for name, p in gp.named_parameters()})
                     acq = PriorGuidedAcquisitionFunction(
                         LogExpectedImprovement(gp, best_f=train_y.max()),
                         LogPrior(),

@@ -47,6 +47,10 @@ from depthprune.search.base import SearchContext, Searcher, rank_key, register, 
 ENERGY_SOURCES = ("auto", "score", "pairs")
 
 
+def _finite_or_none(values: np.ndarray) -> list[float | None]:
+    return [float(v) if math.isfinite(v) else None for v in values.tolist()]
+
+
 @register
 @dataclass
 class CBOSearcher(Searcher):
@@ -99,6 +103,9 @@ class CBOSearcher(Searcher):
         h_raw, j_raw = energy()
         h = np.asarray(h_raw, dtype=float).reshape(-1)
         j = np.asarray(j_raw, dtype=float)
+        # what cbo read from the model, as read (None for a non-finite entry, which _sanitise penalises
+        # either way), so that a result replays without the model (depthprune.verify.replay)
+        ctx.info["energy"] = {"h": _finite_or_none(h), "J": [_finite_or_none(row) for row in j]}
         n = ctx.n_layers
         if h.shape != (n,) or j.shape != (n, n):
             raise ValueError(f"cbo: score.energy() must return h of length {n} and J of shape {n}x{n}, "
