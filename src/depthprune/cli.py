@@ -369,15 +369,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
     for d in args.results:
         if not Path(d).is_dir():
             raise UsageError(f"--results {d}: not a directory")
-    if not args.replay_only:
-        raise UsageError("only --replay-only is built so far: re-measuring sets, decisions and item outcomes on this "
-                         "machine (issue 35, item 3) is not; add --replay-only")
     if args.json:
         check_destination(args.json, "--json")
     try:
         cells = run.select_cells(args.results, args.grid, args.cell)
+        if not args.replay_only:
+            run.check_weights(cells)
     except run.SelectionError as err:
         raise UsageError(str(err)) from None
+    if not args.replay_only:
+        return _verify_remeasure(args, cells)
     start = time.perf_counter()
     replays = run.replay_cells(cells, progress=sys.stderr.isatty())
     seconds = time.perf_counter() - start
@@ -391,6 +392,47 @@ def cmd_verify(args: argparse.Namespace) -> int:
         write_json_atomic(args.json, run.report_json(replays, args.results, seconds))
         print(f"wrote {args.json}")
     return EXIT_FAILURE if any(r.status == run.FAILED for r in replays) else 0
+
+
+def _verify_remeasure(args: argparse.Namespace, cells: list[dict[str, Any]]) -> int:
+    """``depthprune verify`` without --replay-only: replay, then re-score on this machine against bands."""
+    import time
+
+    from depthprune.env import environment, git_revision, write_json_atomic
+    from depthprune.verify import bands, remeasure, run
+
+    args.bands = args.bands or str(bands.BANDS_FILE)
+    table = bands.load_table(args.bands)
+    measure = None
+    if args.measure_bands:
+        command = "depthprune verify " + " ".join(f"--results {d}" for d in args.results) + \
+            "".join(f" --grid {g}" for g in args.grid or []) + " --measure-bands"
+        provenance = {"command": command, "commit": git_revision(), "cells": sorted(c["cell"] for c in cells),
+                      "machine": environment("cpu", "float32")["kernels"], "what": "dense loss and prior of every "
+                      "condition of those cells, recorded against re-scored here"}
+
+        def measure(differences):
+            nonlocal table
+            table = bands.measure(differences, provenance, table)
+            write_json_atomic(args.bands, table)
+            return table
+
+    start = time.perf_counter()
+    checks, _ = remeasure.remeasure(cells, table, seed=args.seed, progress=sys.stderr.isatty(),
+                                    measure_bands=measure)
+    seconds = time.perf_counter() - start
+    for line in run.remeasure_lines(checks):
+        print(line)
+    print(run.remeasure_summary(checks))
+    print(f"verified {len(checks)} cells in {seconds:.1f} s on {checks[0].here_class if checks else '?'} "
+          f"(sets and decisions re-scored; task items and perplexity windows are not re-evaluated yet)")
+    if args.measure_bands:
+        print(f"wrote the bands of these models to {args.bands}")
+    if args.json:
+        write_json_atomic(args.json, {"mode": "re-measure", "results": [str(r) for r in args.results],
+                                      "seconds": round(seconds, 3), "cells": [c.to_dict() for c in checks]})
+        print(f"wrote {args.json}")
+    return EXIT_FAILURE if any(c.status == remeasure.FAILED for c in checks) else 0
 
 
 def cmd_durations(args: argparse.Namespace) -> int:
@@ -653,6 +695,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--replay-only", action="store_true",
                    help="replay each cell's searcher on its recorded trace (the code path, no model loaded)")
     p.add_argument("--json", default=None, metavar="FILE", help="write every cell's outcome and decisions as JSON")
+    p.add_argument("--bands", default=None, metavar="FILE",
+                   help="the bands table (default: the one shipped with depthprune, depthprune/verify/bands.json)")
+    p.add_argument("--measure-bands", action="store_true",
+                   help="measure each model's bands on its dense loss and prior here, write them to --bands, then verify")
+    p.add_argument("--seed", type=_positive(0), default=0, help="seed of the sampled trace sets (default 0)")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("durations", help="record how long a grid's cells took (orders cell groups longest first)")

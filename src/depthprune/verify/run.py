@@ -84,3 +84,51 @@ def report_json(replays: Sequence[Replay], results: Sequence[str | Path], second
     return {"mode": "replay-only", "results": [str(r) for r in results], "seconds": round(seconds, 3),
             "counts": {st: sum(1 for r in replays if r.status == st) for st in (REPLAYED, PARTIAL, FAILED)},
             "cells": [r.to_dict() for r in replays]}
+
+
+def check_weights(results: Sequence[dict[str, Any]]) -> None:
+    """Every model of ``results`` has weights on this machine, before anything is loaded."""
+    from depthprune.models import WeightsUnavailable, locate, resolve
+
+    for model in sorted({r["model"] for r in results}):
+        try:
+            locate(resolve(model))
+        except WeightsUnavailable as err:
+            cells = sorted(r["cell"] for r in results if r["model"] == model)
+            raise SelectionError(f"{model} (cells {cells[0]}{' ...' if len(cells) > 1 else ''}): its weights are not "
+                                 f"on this machine: {str(err).splitlines()[0]}") from None
+
+
+def remeasure_summary(checks: Sequence[Any]) -> str:
+    """Counts per grid, model and objective, as a table."""
+    from depthprune.verify.remeasure import FAILED as CHECK_FAILED
+    from depthprune.verify.remeasure import NOT_VERIFIED, VERIFIED
+
+    keys = sorted({(c.grid, c.model, c.objective) for c in checks})
+    rows = []
+    for key in keys:
+        mine = [c for c in checks if (c.grid, c.model, c.objective) == key]
+        rows.append([*key, sum(c.status == VERIFIED and not c.forks for c in mine),
+                     sum(c.status == VERIFIED and bool(c.forks) for c in mine),
+                     sum(c.status == CHECK_FAILED for c in mine), sum(c.status == NOT_VERIFIED for c in mine),
+                     max((c.largest_difference for c in mine), default=0.0),
+                     mine[0].band.nats if mine[0].band else None])
+    return tabulate(rows, headers=["grid", "model", "objective", "verified", "with numeric forks", "failed",
+                                   "not verified", "largest |diff| (nats)", "band (nats)"], tablefmt="github")
+
+
+def remeasure_lines(checks: Sequence[Any]) -> list[str]:
+    """A line per cell that is not plainly VERIFIED, and one per fork."""
+    lines = []
+    for c in checks:
+        if c.disagreement:
+            lines.append(f"{c.label}  {c.grid}/{c.cell}: {c.disagreement}")
+        for f in c.forks:
+            d = f.decision
+            lines.append(f"NUMERIC FORK  {c.grid}/{c.cell}: {d.kind} decision after evaluation {d.position}: "
+                         f"{list(d.chosen)} against {list(d.rival)}, recorded {d.chosen_loss:.6g} / {d.rival_loss:.6g} "
+                         f"(gap {d.gap:.3g}), here {f.chosen_here:.6g} / {f.rival_here:.6g}"
+                         f"{' (the other way here)' if f.flipped else ''}; band {c.band.nats:.3g}")
+        if c.band is not None and c.band.flagged and c.status != "not verified":
+            lines.append(f"FLAGGED BAND  {c.grid}/{c.cell}: {c.band.flagged}")
+    return lines

@@ -1,0 +1,218 @@
+"""Re-measurement: archived cells' losses scored again on this machine, checked against a band.
+
+Each model is loaded once and each condition (model, objective and its recorded parameters) is
+calibrated once; its scorer serves every cell of the condition, so a set scored for one cell is
+not scored again for another. Per cell (the sample rule, fixed before any run):
+
+* the removed set, always: a change of its loss beyond the band is caught with probability 1;
+* both sets of every decision replay found (:class:`depthprune.verify.replay.Decision`: the final
+  one and one per batch; the prior's cut compares singles, which the calibration re-scores anyway);
+* ``SAMPLE_SETS`` more sets of the trace, drawn with a generator seeded by the seed and the cell id.
+
+Every loss must lie within the band of the recorded one (:mod:`depthprune.verify.bands`). A
+decision whose recorded gap is wider than the band must come out the same way here; one inside the
+band is a *numeric fork*: reported with both losses, never a failure. The dense loss and the prior
+are compared too, and are what ``--measure-bands`` measures bands on.
+
+Not built yet: re-evaluating the removed set on a sample of task items and perplexity windows (the
+issue's "Evaluation" check); the output says so per run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from depthprune.verify.bands import Band, lookup, numeric_class, pair_key
+from depthprune.verify.replay import FAILED as REPLAY_FAILED
+from depthprune.verify.replay import Decision, Replay, replay
+
+#: trace sets re-scored per cell beside its removed set and decisions (the rule in the module docstring)
+SAMPLE_SETS = 4
+VERIFIED, FORKS, FAILED, NOT_VERIFIED = "verified", "forks", "failed", "not verified"
+
+
+@dataclass
+class Fork:
+    """A decision inside the band: both sets' losses as recorded and as measured here."""
+
+    decision: Decision
+    chosen_here: float
+    rival_here: float
+
+    @property
+    def flipped(self) -> bool:
+        return (self.rival_here - self.chosen_here) * (self.decision.rival_loss - self.decision.chosen_loss) < 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.decision.to_dict(), "chosen_here": self.chosen_here, "rival_here": self.rival_here,
+                "flipped_here": self.flipped}
+
+
+@dataclass
+class CellCheck:
+    """What re-measuring one cell showed."""
+
+    grid: str
+    cell: str
+    model: str
+    objective: str
+    recorded_class: str
+    here_class: str
+    replay: Replay
+    status: str = VERIFIED
+    band: Band | None = None
+    sets_checked: int = 0
+    largest_difference: float = 0.0
+    forks: list[Fork] = field(default_factory=list)
+    disagreement: str | None = None  # the first, where FAILED; the reason, where NOT VERIFIED
+
+    @property
+    def label(self) -> str:
+        if self.status == VERIFIED and self.forks:
+            return f"VERIFIED WITH {len(self.forks)} NUMERIC FORK{'S' if len(self.forks) > 1 else ''}"
+        return self.status.upper()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"grid": self.grid, "cell": self.cell, "model": self.model, "objective": self.objective,
+                "status": self.label, "recorded": self.recorded_class, "here": self.here_class,
+                "band": self.band.to_dict() if self.band else None, "sets_checked": self.sets_checked,
+                "largest_difference": self.largest_difference, "forks": [f.to_dict() for f in self.forks],
+                "disagreement": self.disagreement, "replay": self.replay.to_dict()}
+
+
+def _condition(result: dict[str, Any]) -> tuple[str, str, str]:
+    return result["model"], result["identity"]["objective"], json.dumps(result["objective_params"], sort_keys=True)
+
+
+def _sets_to_check(result: dict[str, Any], decisions: Sequence[Decision], seed: int) -> list[frozenset[int]]:
+    """The rule of the module docstring, in order: removed set, decisions' sets, the seeded sample."""
+    out: list[frozenset[int]] = [frozenset(result["removed"])]
+    for d in decisions:
+        if d.kind != "prior":
+            out += [frozenset(d.chosen), frozenset(d.rival)]
+    rest = sorted({frozenset(s) for s, _ in result["trace"]} - set(out), key=lambda s: (len(s), sorted(s)))
+    rng = random.Random(f"{seed}:{result['cell']}")
+    out += rng.sample(rest, min(SAMPLE_SETS, len(rest)))
+    return list(dict.fromkeys(out))
+
+
+def _recorded_losses(result: dict[str, Any]) -> dict[frozenset[int], float]:
+    losses = {frozenset(s): (math.inf if v is None else float(v)) for s, v in result["trace"]}
+    for i, v in enumerate(result.get("prior") or []):
+        losses.setdefault(frozenset([i]), math.inf if v is None else float(v))
+    losses.setdefault(frozenset(result["removed"]), float(result["calibration_loss"]))
+    return losses
+
+
+def check_cell(result: dict[str, Any], score: Callable[[list[frozenset[int]]], list[float]], band: Band | None,
+               here_class: str, seed: int = 0) -> CellCheck:
+    """Replay one cell, then re-score its sets with ``score`` and check them against ``band``."""
+    rep = replay(result)
+    check = CellCheck(result["grid"], result["cell"], result["model"], result["identity"]["objective"],
+                      numeric_class(result["environment"]), here_class, rep, band=band)
+    if rep.status == REPLAY_FAILED:
+        check.status, check.disagreement = FAILED, f"replay: {rep.disagreement}"
+        return check
+    if band is None:
+        check.status = NOT_VERIFIED
+        check.disagreement = (f"no band measured for {pair_key(check.recorded_class, here_class)} "
+                              f"({check.objective}): re-measuring cannot tell rounding from a change")
+        return check
+    recorded = _recorded_losses(result)
+    sets = _sets_to_check(result, rep.decisions, seed)
+    here = dict(zip(sets, score(sets)))
+    check.sets_checked = len(sets)
+    for s in sets:
+        diff = abs(here[s] - recorded[s]) if math.isfinite(recorded[s]) else (0.0 if not math.isfinite(here[s]) else math.inf)
+        check.largest_difference = max(check.largest_difference, diff)
+        if diff > band.nats and check.disagreement is None:
+            check.status = FAILED
+            check.disagreement = (f"set {sorted(s)}: recorded loss {recorded[s]:.6g}, here {here[s]:.6g}, "
+                                  f"|difference| {diff:.3g} > band {band.nats:.3g} nats")
+    for d in rep.decisions:
+        if d.kind == "prior":
+            continue
+        a, b = here[frozenset(d.chosen)], here[frozenset(d.rival)]
+        if d.gap <= band.nats:
+            check.forks.append(Fork(d, a, b))
+        elif (b - a) * (d.rival_loss - d.chosen_loss) < 0 and check.disagreement is None:
+            check.status = FAILED
+            check.disagreement = (f"{d.kind} decision after evaluation {d.position}: recorded {list(d.chosen)} "
+                                  f"{d.chosen_loss:.6g} against {list(d.rival)} {d.rival_loss:.6g} (gap {d.gap:.3g} > "
+                                  f"band {band.nats:.3g}); here {a:.6g} against {b:.6g}: the other way")
+    return check
+
+
+def band_differences(results: Sequence[dict[str, Any]], dense_here: float, prior_here: Sequence[float],
+                     here_class: str) -> list[tuple[str, str, str, float]]:
+    """|recorded - here| of a condition's dense loss and prior, per recorded class (what bands are measured on)."""
+    out = []
+    seen: set[str] = set()
+    for r in results:
+        recorded_class = numeric_class(r["environment"])
+        if recorded_class in seen:
+            continue
+        seen.add(recorded_class)
+        pair, objective, model = pair_key(recorded_class, here_class), r["identity"]["objective"], r["model"]
+        pairs = [(r["dense_calibration_loss"], dense_here)]
+        pairs += [(rec, h) for rec, h in zip(r.get("prior") or [], prior_here) if rec is not None]
+        out += [(pair, objective, model, abs(float(rec) - float(h))) for rec, h in pairs]
+    return out
+
+
+def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: int = 0, progress: bool = True,
+              measure_bands: Callable[[list[tuple[str, str, str, float]]], dict[str, Any]] | None = None,
+              ) -> tuple[list[CellCheck], list[tuple[str, str, str, float]]]:
+    """Every cell of ``results`` checked on this machine; also the dense/prior differences (for bands).
+
+    ``measure_bands``: given a model's differences, returns the table to check that model's cells with
+    (``--measure-bands``: its bands measured from those differences first, then its cells checked).
+    """
+    from tqdm.auto import tqdm
+
+    from depthprune.env import environment
+    from depthprune.recipe import Session
+
+    by_model: dict[str, dict[tuple[str, str, str], list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        by_model[r["model"]][_condition(r)].append(r)
+    checks: list[CellCheck] = []
+    differences: list[tuple[str, str, str, float]] = []
+    bar = tqdm(total=len(results), desc="verify", unit="cell", disable=not progress, leave=False)
+    for model, conditions in sorted(by_model.items()):
+        session = Session.open(model, device="cpu", dtype="auto")
+        try:
+            here_class = numeric_class(environment(session.device, session.dtype))
+            calibrations = {}
+            model_differences = []
+            for key, cells in sorted(conditions.items()):
+                mine = [r for r in cells if r["identity"]["weights"] == session.weights]
+                calibrations[key] = calib = session.calibrate(key[1], **json.loads(key[2]))
+                model_differences += band_differences(mine, calib.dense_loss, calib.prior, here_class)
+            differences += model_differences
+            if measure_bands is not None:
+                table = measure_bands(model_differences)
+            for key, cells in sorted(conditions.items()):
+                calib = calibrations[key]
+                scorer = calib.scorer.fork(known={frozenset([i]): p for i, p in enumerate(calib.prior)})
+                for r in cells:
+                    band = lookup(table, numeric_class(r["environment"]), here_class, key[1], model)
+                    if r["identity"]["weights"] != session.weights:
+                        check = CellCheck(r["grid"], r["cell"], model, key[1], numeric_class(r["environment"]),
+                                          here_class, replay(r), status=NOT_VERIFIED, band=band)
+                        check.disagreement = (f"recorded on weights {r['identity']['weights']}; this machine's "
+                                              f"{model} is {session.weights}")
+                    else:
+                        check = check_cell(r, scorer.many, band, here_class, seed)
+                    checks.append(check)
+                    bar.update(1)
+        finally:
+            session.close()
+    bar.close()
+    return checks, differences

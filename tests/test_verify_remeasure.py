@@ -1,0 +1,84 @@
+"""Re-measurement's checks (depthprune.verify.remeasure) and bands (depthprune.verify.bands), on an
+archived cell with a stand-in score function: the model-free half of ``depthprune verify``."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from depthprune.verify import bands
+from depthprune.verify.remeasure import FAILED, NOT_VERIFIED, VERIFIED, check_cell
+from depthprune.verify.run import select_cells
+
+ARCHIVE = Path(__file__).resolve().parent.parent / "archive"
+HERE = "fp32/cpu-avx2"
+
+
+@pytest.fixture(scope="module")
+def greedy() -> dict:
+    return next(r for r in select_cells([ARCHIVE], ["tiny"]) if r["cell"] == "tiny-llama3-ppl-greedy-M3")
+
+
+def recorded_score(cell: dict, shift: dict | None = None):
+    """The recorded losses, each moved by ``shift[set]`` (default 0): what a machine would measure."""
+    losses = {frozenset(s): v for s, v in cell["trace"]}
+    return lambda sets: [losses[s] + (shift or {}).get(s, 0.0) for s in sets]
+
+
+def band(nats: float) -> bands.Band:
+    return bands.Band("bf16/amx | fp32/cpu-avx2", "ppl", "tiny-llama3", nats, "test")
+
+
+def test_the_recorded_losses_verify_and_near_ties_are_forks(greedy):
+    check = check_cell(greedy, recorded_score(greedy), band(3e-4), HERE)
+    assert check.status == VERIFIED and check.sets_checked >= 1 + 2 * 3
+    assert check.forks and all(f.decision.gap <= 3e-4 for f in check.forks)
+    assert check.label.startswith("VERIFIED WITH")
+    assert check_cell(greedy, recorded_score(greedy), band(1e-9), HERE).label == "VERIFIED"
+
+
+def test_a_loss_moved_past_the_band_fails_naming_the_set(greedy):
+    removed = frozenset(greedy["removed"])
+    check = check_cell(greedy, recorded_score(greedy, {removed: 1e-3}), band(3e-4), HERE)
+    assert check.status == FAILED and str(sorted(removed)) in check.disagreement
+
+
+def test_a_decided_decision_that_turns_fails(greedy):
+    """The final decision's rival made better here than the answer, past the band: not rounding."""
+    check = check_cell(greedy, recorded_score(greedy), band(1e-9), HERE)
+    final = next(d for d in check.replay.decisions if d.kind == "final")
+    turned = {frozenset(final.rival): -(final.gap + 1e-6)}
+    check = check_cell(greedy, recorded_score(greedy, turned), band(final.gap / 2 + 1e-6 + final.gap), HERE)
+    assert check.status == VERIFIED  # inside a wide band: a fork, reported, not a failure
+    assert any(f.flipped for f in check.forks)
+    check = check_cell(greedy, recorded_score(greedy, turned), band(final.gap / 2), HERE)
+    assert check.status == FAILED
+
+
+def test_no_band_is_not_verified_and_a_replay_failure_fails(greedy):
+    assert check_cell(greedy, recorded_score(greedy), None, HERE).status == NOT_VERIFIED
+    edited = copy.deepcopy(greedy)
+    edited["calibration_loss"] += 1.0
+    check = check_cell(edited, recorded_score(greedy), band(1.0), HERE)
+    assert check.status == FAILED and check.disagreement.startswith("replay:")
+
+
+def test_bands_are_measured_and_an_unmeasured_pair_borrows_the_widest_flagged():
+    diffs = [("bf16/amx | fp32/cpu-avx2", "ppl", "tiny-llama3", d) for d in (1e-4, 3e-4)]
+    diffs += [("bf16/amx | fp32/cpu-avx2", "ppl", "tiny-qwen3", 5e-4)]
+    table = bands.measure(diffs, {"command": "test"})
+    exact = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3")
+    assert exact.nats == pytest.approx(bands.FACTOR * 3e-4) and exact.flagged is None
+    other = bands.lookup(table, "bf16/amx", "fp32/cpu-avx512", "ppl", "smollm2-135m")
+    assert other.nats == pytest.approx(bands.FACTOR * 5e-4) and "no band measured" in other.flagged
+    assert bands.lookup(table, "bf16/amx", "bf16/avx512-bf16", "ppl", "tiny-llama3") is None
+    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-llama3") is None
+
+
+def test_numeric_classes():
+    amx = {"dtype": "torch.bfloat16", "kernels": {"bf16_matmul_kernel": "brg_matmul:avx10_1_512_amx"}}
+    assert bands.numeric_class(amx) == "bf16/amx"
+    assert bands.numeric_class({"dtype": "torch.float32", "kernels": {"capability": "AVX2"}}) == "fp32/cpu-avx2"
+    assert bands.numeric_class({"dtype": "torch.bfloat16", "device": "cuda:0"}) == "bf16/cuda"
