@@ -108,14 +108,17 @@ def test_cli_names_the_failed_cell_and_exits_1(archived, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--cell", "tiny-llama3-ppl-greedy-M4"], "--cell tiny-llama3-ppl-greedy-M4: no such cell"),
-    (["--grid", "paper"], "--grid paper: --results"),
-    ([], "only --replay-only is built so far"),
+    (["--replay-only", "--cell", "tiny-llama3-ppl-greedy-M4"], "--cell tiny-llama3-ppl-greedy-M4: no such cell"),
+    (["--replay-only", "--grid", "paper"], "--grid paper: --results"),
+    ([], "qwen3-8b (cells tiny-llama3-margin-oneshot-M3): its weights are not on this machine"),
 ])
-def test_cli_bad_selection_exits_2_before_replaying(archived, tmp_path, capsys, args, message):
-    out = _archive(tmp_path, [_cell(archived, "oneshot")])
+def test_cli_bad_selection_exits_2_before_replaying(archived, tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.delenv("DEPTHPRUNE_MODELS_DIR", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cell = _cell(archived, "oneshot")
+    cell["model"] = cell["identity"]["model"] = "qwen3-8b"  # a model whose weights this machine lacks
+    out = _archive(tmp_path, [cell])
     report = tmp_path / "verify.json"
-    replay_only = [] if not args else ["--replay-only"]
-    assert main(["verify", "--results", str(out), *replay_only, *args, "--json", str(report)]) == 2
+    assert main(["verify", "--results", str(out), *args, "--json", str(report)]) == 2
     assert message in capsys.readouterr().err
     assert not report.exists()
