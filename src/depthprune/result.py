@@ -19,7 +19,10 @@ Top-level fields (``*`` = only meaningful when ``evaluated``)::
     item_clusters*         task -> each item's cluster number (tasks whose items carry a ``cluster``), for
                            resampling dependent items together; absent: every item its own cluster
     window_nll*            perplexity dataset -> each window's mean NLL (nats/token): the noise of ``*_ppl``
-    objective_params, calibration_protocol, search_params, search_info
+    objective_params, calibration_protocol, search_params
+    search_info            what the searcher resolved or read: cbo's ``energy`` {h, J}, bi's ``block_influence``,
+                           bo's ``gp_fits`` (each GP fit's parameters), so that it replays without the model
+                           (:mod:`depthprune.verify.replay`)
     cost                   evaluations, layer_forwards, layer_backwards (as if alone), seconds, ...
     prior                  the single-removal losses f({i}) (null for non-finite)
     trace                  [[removed set], loss] in the searcher's evaluation order
