@@ -27,8 +27,9 @@ def recorded_score(cell: dict, shift: dict | None = None):
     return lambda sets: [losses[s] + (shift or {}).get(s, 0.0) for s in sets]
 
 
-def band(nats: float) -> bands.Band:
-    return bands.Band("bf16/amx | fp32/cpu-avx2", "ppl", "tiny-llama3", nats, "test")
+def band(nats: float):
+    """``band_for``: the same band for every set size."""
+    return lambda size: bands.Band("bf16/amx | fp32/cpu-avx2", "ppl", "tiny-llama3", size, nats, "test")
 
 
 def test_the_recorded_losses_verify_and_near_ties_are_forks(greedy):
@@ -58,7 +59,7 @@ def test_a_decided_decision_that_turns_fails(greedy):
 
 
 def test_no_band_is_not_verified_and_a_replay_failure_fails(greedy):
-    assert check_cell(greedy, recorded_score(greedy), None, HERE).status == NOT_VERIFIED
+    assert check_cell(greedy, recorded_score(greedy), lambda size: None, HERE).status == NOT_VERIFIED
     edited = copy.deepcopy(greedy)
     edited["calibration_loss"] += 1.0
     check = check_cell(edited, recorded_score(greedy), band(1.0), HERE)
@@ -66,15 +67,32 @@ def test_no_band_is_not_verified_and_a_replay_failure_fails(greedy):
 
 
 def test_bands_are_measured_and_an_unmeasured_pair_borrows_the_widest_flagged():
-    diffs = [("bf16/amx | fp32/cpu-avx2", "ppl", "tiny-llama3", d) for d in (1e-4, 3e-4)]
-    diffs += [("bf16/amx | fp32/cpu-avx2", "ppl", "tiny-qwen3", 5e-4)]
+    pair = "bf16/amx | fp32/cpu-avx2"
+    diffs = [(pair, "ppl", "tiny-llama3", 1, d) for d in (1e-4, 3e-4)] + [(pair, "ppl", "tiny-llama3", 3, 7e-4)]
+    diffs += [(pair, "ppl", "tiny-qwen3", 1, 9e-4)]
     table = bands.measure(diffs, {"command": "test"})
-    exact = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3")
+    exact = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3", 1)
     assert exact.nats == pytest.approx(bands.FACTOR * 3e-4) and exact.flagged is None
-    other = bands.lookup(table, "bf16/amx", "fp32/cpu-avx512", "ppl", "smollm2-135m")
-    assert other.nats == pytest.approx(bands.FACTOR * 5e-4) and "no band measured" in other.flagged
-    assert bands.lookup(table, "bf16/amx", "bf16/avx512-bf16", "ppl", "tiny-llama3") is None
-    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-llama3") is None
+    deeper = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3", 3)
+    assert deeper.nats == pytest.approx(bands.FACTOR * 7e-4) and deeper.flagged is None
+    unmeasured_size = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3", 5)
+    assert unmeasured_size.nats == deeper.nats and "sets of 5 blocks" in unmeasured_size.flagged
+    other = bands.lookup(table, "bf16/amx", "fp32/cpu-avx512", "ppl", "smollm2-135m", 1)
+    assert other.nats == pytest.approx(bands.FACTOR * 9e-4) and "no band measured" in other.flagged
+    assert bands.lookup(table, "bf16/amx", "bf16/avx512-bf16", "ppl", "tiny-llama3", 1) is None
+    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-llama3", 1) is None
+
+
+def test_measuring_sets_are_never_checked(greedy):
+    """Rule 2: the held-out sets are no removed set and no decision's set, and the checks' sample avoids them."""
+    from depthprune.verify.remeasure import _sets_to_check, held_out
+    from depthprune.verify.replay import replay
+
+    rep = replay(greedy)
+    held = held_out([greedy], [rep], seed=0)
+    assert held and all(len(s) >= 2 for s in held)
+    checked = _sets_to_check(greedy, rep, 0, set(held))
+    assert not set(held) & set(checked) and frozenset(greedy["removed"]) in checked
 
 
 def test_numeric_classes():

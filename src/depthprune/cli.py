@@ -406,10 +406,12 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[dict[str, Any]]) -> 
     measure = None
     if args.measure_bands:
         command = "depthprune verify " + " ".join(f"--results {d}" for d in args.results) + \
-            "".join(f" --grid {g}" for g in args.grid or []) + " --measure-bands"
+            "".join(f" --grid {g}" for g in args.grid or []) + "".join(f" --cell {c}" for c in args.cell or []) + \
+            " --measure-bands"
         provenance = {"command": command, "commit": git_revision(), "cells": sorted(c["cell"] for c in cells),
-                      "machine": environment("cpu", "float32")["kernels"], "what": "dense loss and prior of every "
-                      "condition of those cells, recorded against re-scored here"}
+                      "machine": environment("cpu", "float32")["kernels"], "rule": bands.RULE,
+                      "what": "each condition's measuring sets (dense, singles, held-out trace sets per size: "
+                              "depthprune.verify.bands), recorded against re-scored here"}
 
         def measure(differences):
             nonlocal table

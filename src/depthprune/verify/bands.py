@@ -3,21 +3,28 @@
 A band belongs to a pair of *numeric classes* (:func:`numeric_class`: the precision and the class of
 kernel that ran it, e.g. ``bf16/amx`` against ``fp32/cpu-avx2``), to an objective (ppl's losses are
 token NLLs around 1-4 nats, margin's are sums of log-prob differences around 0: one absolute band
-would fit neither) and to a model (rounding moves a 30-block model's loss more than a 16-block
-one's). It is in nats, absolute.
+would fit neither), to a model (rounding moves a 30-block model's loss more than a 16-block one's)
+and to the size of the removed set (rounding moves a loss with five blocks removed more than one with
+one). It is in nats, absolute.
 
-Bands are measured, never guessed (:func:`measure`): a verification run re-scores every condition's
-dense model and single-removal prior on this machine (the calibration builds them anyway) and
-compares them with the recorded ones; the band is ``FACTOR`` times the largest difference seen
-there. Those sets only measure: the sets verification checks (removed sets, decisions, samples of
-the trace) are others. The rule (``FACTOR = 2``, the sets it is measured on) was fixed before any
-band was measured. The table (``bands.json`` beside this file) is written by
-``depthprune verify --measure-bands`` and keeps, per band, the command, commit, machine and cells
-that measured it.
+Bands are measured, never guessed (:func:`measure`), on *measuring sets* that verification never
+checks (rule 2, written down on 2026-12-03 before its first run, after rule 1's run on the tiny grid
+showed bands measured on the dense model and the singles alone too narrow for sets of 3-5 blocks):
 
-Where a pair, objective and model has no measured band, :func:`lookup` takes the widest band measured
-for the same precision pair (bf16 against fp32, say) and flags it; where the precision pair has none,
-there is no band and the cell is NOT VERIFIED, never passed.
+* per condition (model, objective, recorded parameters): the dense model (size 0), every single
+  removal (size 1: the prior, which calibration re-scores anyway), and for every size k >= 2 of the
+  condition's traces ``HELD_OUT`` recorded sets of size k drawn with a generator seeded by the seed and
+  the condition, from the trace sets that are no cell's removed set and no decision's set; the
+  checks' own trace sample is drawn from the others (:func:`depthprune.verify.remeasure.held_out`);
+* the band of (pair, objective, model, size) is ``FACTOR`` times the largest |recorded - here| of its
+  measuring sets; a set of a size without a band takes the widest band of its pair, objective and model,
+  flagged.
+
+The table (``bands.json`` beside this file) is written by ``depthprune verify --measure-bands`` and
+keeps, per band, the command, commit, machine and cells that measured it. Where a pair, objective
+and model has no measured band, :func:`lookup` takes the widest band measured for the same precision
+pair (bf16 against fp32, say) and flags it; where the precision pair has none, there is no band and
+the cell is NOT VERIFIED, never passed.
 """
 
 from __future__ import annotations
@@ -34,6 +41,10 @@ from depthprune.precision import bf16_class
 BANDS_FILE = Path(__file__).with_name("bands.json")
 #: a band is this many times the largest difference measured on its measuring sets (fixed beforehand)
 FACTOR = 2.0
+#: measuring sets per condition and set size >= 2 (rule 2, module docstring)
+HELD_OUT = 8
+#: the rule the table's bands were measured by (module docstring)
+RULE = 2
 
 
 def numeric_class(environment: Mapping[str, Any]) -> str:
@@ -58,58 +69,75 @@ def precision_pair(key: str) -> str:
 
 @dataclass(frozen=True)
 class Band:
-    """The band for one check, and whether it was measured for exactly this pair, objective and model."""
+    """The band for one check, and whether it was measured for exactly this pair, objective, model and size."""
 
     pair: str
     objective: str
     model: str
+    size: int
     nats: float
-    measured_for: str  # "pair | objective | model" it was measured for
+    measured_for: str  # "pair | objective | model | size" it was measured for
     flagged: str | None = None  # why a band measured for something else stands in
 
     def to_dict(self) -> dict[str, Any]:
-        return {"pair": self.pair, "objective": self.objective, "model": self.model, "nats": self.nats,
-                "measured_for": self.measured_for, "flagged": self.flagged}
+        return {"pair": self.pair, "objective": self.objective, "model": self.model, "size": self.size,
+                "nats": self.nats, "measured_for": self.measured_for, "flagged": self.flagged}
 
 
 def load_table(path: str | Path = BANDS_FILE) -> dict[str, Any]:
     path = Path(path)
     if not path.exists():
-        return {"bands": []}
-    return json.loads(path.read_text())
+        return {"rule": RULE, "bands": []}
+    table = json.loads(path.read_text())
+    if table.get("rule") != RULE:  # a table of another rule is not this rule's measurement
+        return {"rule": RULE, "bands": []}
+    return table
 
 
-def lookup(table: Mapping[str, Any], recorded: str, here: str, objective: str, model: str) -> Band | None:
-    """The band for a recorded class against this machine's (module docstring), or None where none is measured."""
+def _name(row: Mapping[str, Any]) -> str:
+    return f"{row['pair']} | {row['objective']} | {row['model']} | size {row['size']}"
+
+
+def lookup(table: Mapping[str, Any], recorded: str, here: str, objective: str, model: str, size: int) -> Band | None:
+    """The band for a set of ``size`` blocks, a recorded class against this machine's (module docstring),
+    or None where none is measured for the precision pair."""
     key = pair_key(recorded, here)
-    rows = table.get("bands", [])
-    for row in rows:
-        if row["pair"] == key and row["objective"] == objective and row["model"] == model:
-            return Band(key, objective, model, row["nats"], f"{row['pair']} | {objective} | {model}")
-    same = [r for r in rows if precision_pair(r["pair"]) == precision_pair(key) and r["objective"] == objective]
+    rows = [r for r in table.get("bands", []) if r["objective"] == objective]
+    mine = [r for r in rows if r["pair"] == key and r["model"] == model]
+    for row in mine:
+        if row["size"] == size:
+            return Band(key, objective, model, size, row["nats"], _name(row))
+    if mine:
+        widest = max(mine, key=lambda r: r["nats"])
+        return Band(key, objective, model, size, widest["nats"], _name(widest),
+                    flagged=f"no band measured for sets of {size} blocks: the widest of {key}, {objective}, "
+                            f"{model} ({_name(widest)}) stands in")
+    same = [r for r in rows if precision_pair(r["pair"]) == precision_pair(key)]
     if not same:
         return None
     widest = max(same, key=lambda r: r["nats"])
-    return Band(key, objective, model, widest["nats"], f"{widest['pair']} | {objective} | {widest['model']}",
+    return Band(key, objective, model, size, widest["nats"], _name(widest),
                 flagged=f"no band measured for {key}, {objective}, {model}: the widest measured for "
-                        f"{precision_pair(key)} ({widest['pair']}, {widest['model']}) stands in")
+                        f"{precision_pair(key)} ({_name(widest)}) stands in")
 
 
-def measure(differences: Iterable[tuple[str, str, str, float]], provenance: Mapping[str, Any],
+def measure(differences: Iterable[tuple[str, str, str, int, float]], provenance: Mapping[str, Any],
             table: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """A new table: ``table`` with a band per (pair, objective, model) of ``differences`` (pair, objective,
-    model, |recorded - here| in nats) replaced by ``FACTOR`` times the largest, with ``provenance``."""
-    largest: dict[tuple[str, str, str], tuple[float, int]] = {}
-    for pair, objective, model, diff in differences:
+    """A new table: ``table`` with a band per (pair, objective, model, size) of ``differences`` (pair,
+    objective, model, set size, |recorded - here| in nats) replaced by ``FACTOR`` times the largest, with
+    ``provenance``."""
+    largest: dict[tuple[str, str, str, int], tuple[float, int]] = {}
+    for pair, objective, model, size, diff in differences:
         if not math.isfinite(diff):
             continue
-        top, n = largest.get((pair, objective, model), (0.0, 0))
-        largest[pair, objective, model] = (max(top, diff), n + 1)
-    rows = [r for r in (table or {}).get("bands", []) if (r["pair"], r["objective"], r["model"]) not in largest]
-    for (pair, objective, model), (top, n) in largest.items():
-        rows.append({"pair": pair, "objective": objective, "model": model, "nats": FACTOR * top,
+        top, n = largest.get((pair, objective, model, size), (0.0, 0))
+        largest[pair, objective, model, size] = (max(top, diff), n + 1)
+    rows = [r for r in (table or {}).get("bands", [])
+            if (r["pair"], r["objective"], r["model"], r["size"]) not in largest]
+    for (pair, objective, model, size), (top, n) in largest.items():
+        rows.append({"pair": pair, "objective": objective, "model": model, "size": size, "nats": FACTOR * top,
                      "largest_difference": top, "sets": n, "factor": FACTOR, "measured_by": dict(provenance)})
-    rows.sort(key=lambda r: (r["pair"], r["objective"], r["model"]))
-    return {"about": "depthprune.verify.bands: rounding bands of calibration losses, in nats, measured on "
-                     "each condition's dense model and single-removal prior; written by depthprune verify "
-                     "--measure-bands, never by hand", "bands": rows}
+    rows.sort(key=lambda r: (r["pair"], r["objective"], r["model"], r["size"]))
+    return {"about": "depthprune.verify.bands: rounding bands of calibration losses, in nats, per pair of numeric "
+                     "classes, objective, model and removed-set size, measured on sets verification never checks; "
+                     "written by depthprune verify --measure-bands, never by hand", "rule": RULE, "bands": rows}

@@ -7,12 +7,15 @@ not scored again for another. Per cell (the sample rule, fixed before any run):
 * the removed set, always: a change of its loss beyond the band is caught with probability 1;
 * both sets of every decision replay found (:class:`depthprune.verify.replay.Decision`: the final
   one and one per batch; the prior's cut compares singles, which the calibration re-scores anyway);
-* ``SAMPLE_SETS`` more sets of the trace, drawn with a generator seeded by the seed and the cell id.
+* ``SAMPLE_SETS`` more sets of the trace, drawn with a generator seeded by the seed and the cell id,
+  from those that are not the condition's measuring sets (:func:`held_out`, :mod:`depthprune.verify.bands`).
 
-Every loss must lie within the band of the recorded one (:mod:`depthprune.verify.bands`). A
-decision whose recorded gap is wider than the band must come out the same way here; one inside the
-band is a *numeric fork*: reported with both losses, never a failure. The dense loss and the prior
-are compared too, and are what ``--measure-bands`` measures bands on.
+Every loss must lie within the band of the recorded one for its set's size (:mod:`depthprune.verify.bands`).
+A decision whose recorded gap is wider than the band (the wider of its two sets') must come out the same
+way here; one inside the band is a *numeric fork*: reported with both losses, never a failure. The
+measuring sets (dense, singles, the held-out sets) are scored only by ``--measure-bands``, which measures
+each model's bands on them before it checks that model's cells; without it the table is read and no prior
+is computed.
 
 Not built yet: re-evaluating the removed set on a sample of task items and perplexity windows (the
 issue's "Evaluation" check); the output says so per run.
@@ -44,6 +47,7 @@ class Fork:
     decision: Decision
     chosen_here: float
     rival_here: float
+    band: float  # the band it is inside (nats)
 
     @property
     def flipped(self) -> bool:
@@ -51,7 +55,7 @@ class Fork:
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.decision.to_dict(), "chosen_here": self.chosen_here, "rival_here": self.rival_here,
-                "flipped_here": self.flipped}
+                "flipped_here": self.flipped, "band": self.band}
 
 
 @dataclass
@@ -90,13 +94,42 @@ def _condition(result: dict[str, Any]) -> tuple[str, str, str]:
     return result["model"], result["identity"]["objective"], json.dumps(result["objective_params"], sort_keys=True)
 
 
-def _sets_to_check(result: dict[str, Any], decisions: Sequence[Decision], seed: int) -> list[frozenset[int]]:
+def _protected_sets(rep: Replay, result: dict[str, Any]) -> set[frozenset[int]]:
+    """A cell's sets that are always checked: its removed set and its decisions' sets."""
+    out = {frozenset(result["removed"])}
+    for d in rep.decisions:
+        out |= {frozenset(d.chosen), frozenset(d.rival)}
+    return out
+
+
+def held_out(cells: Sequence[dict[str, Any]], replays: Sequence[Replay], seed: int) -> list[frozenset[int]]:
+    """A condition's measuring sets of size >= 2 (rule 2 of :mod:`depthprune.verify.bands`): per size,
+    ``HELD_OUT`` trace sets that are no cell's removed set and no decision's set, drawn with a seed."""
+    from depthprune.verify.bands import HELD_OUT
+
+    protected: set[frozenset[int]] = set()
+    for r, rep in zip(cells, replays):
+        protected |= _protected_sets(rep, r)
+    pool = sorted({frozenset(s) for r in cells for s, _ in r["trace"] if len(s) >= 2} - protected,
+                  key=lambda s: (len(s), sorted(s)))
+    condition = "|".join(map(str, _condition(cells[0])))
+    rng = random.Random(f"band:{seed}:{condition}")
+    out: list[frozenset[int]] = []
+    for size in sorted({len(s) for s in pool}):
+        same = [s for s in pool if len(s) == size]
+        out += rng.sample(same, min(HELD_OUT, len(same)))
+    return out
+
+
+def _sets_to_check(result: dict[str, Any], rep: Replay, seed: int,
+                   exclude: set[frozenset[int]] = frozenset()) -> list[frozenset[int]]:
     """The rule of the module docstring, in order: removed set, decisions' sets, the seeded sample."""
     out: list[frozenset[int]] = [frozenset(result["removed"])]
-    for d in decisions:
+    for d in rep.decisions:
         if d.kind != "prior":
             out += [frozenset(d.chosen), frozenset(d.rival)]
-    rest = sorted({frozenset(s) for s, _ in result["trace"]} - set(out), key=lambda s: (len(s), sorted(s)))
+    rest = sorted({frozenset(s) for s, _ in result["trace"]} - set(out) - set(exclude),
+                  key=lambda s: (len(s), sorted(s)))
     rng = random.Random(f"{seed}:{result['cell']}")
     out += rng.sample(rest, min(SAMPLE_SETS, len(rest)))
     return list(dict.fromkeys(out))
@@ -110,48 +143,55 @@ def _recorded_losses(result: dict[str, Any]) -> dict[frozenset[int], float]:
     return losses
 
 
-def check_cell(result: dict[str, Any], score: Callable[[list[frozenset[int]]], list[float]], band: Band | None,
-               here_class: str, seed: int = 0) -> CellCheck:
-    """Replay one cell, then re-score its sets with ``score`` and check them against ``band``."""
-    rep = replay(result)
+BandFor = Callable[[int], "Band | None"]
+
+
+def check_cell(result: dict[str, Any], score: Callable[[list[frozenset[int]]], list[float]], band_for: BandFor,
+               here_class: str, seed: int = 0, exclude: set[frozenset[int]] = frozenset(),
+               rep: Replay | None = None) -> CellCheck:
+    """Replay one cell, then re-score its sets with ``score`` and check each against ``band_for(its size)``."""
+    rep = rep or replay(result)
     check = CellCheck(result["grid"], result["cell"], result["model"], result["identity"]["objective"],
-                      numeric_class(result["environment"]), here_class, rep, band=band)
+                      numeric_class(result["environment"]), here_class, rep, band=band_for(len(result["removed"])))
     if rep.status == REPLAY_FAILED:
         check.status, check.disagreement = FAILED, f"replay: {rep.disagreement}"
         return check
-    if band is None:
+    if check.band is None:
         check.status = NOT_VERIFIED
         check.disagreement = (f"no band measured for {pair_key(check.recorded_class, here_class)} "
                               f"({check.objective}): re-measuring cannot tell rounding from a change")
         return check
     recorded = _recorded_losses(result)
-    sets = _sets_to_check(result, rep.decisions, seed)
+    sets = _sets_to_check(result, rep, seed, exclude)
     here = dict(zip(sets, score(sets)))
     check.sets_checked = len(sets)
     for s in sets:
+        band = band_for(len(s))
         diff = abs(here[s] - recorded[s]) if math.isfinite(recorded[s]) else (0.0 if not math.isfinite(here[s]) else math.inf)
         check.largest_difference = max(check.largest_difference, diff)
         if diff > band.nats and check.disagreement is None:
             check.status = FAILED
             check.disagreement = (f"set {sorted(s)}: recorded loss {recorded[s]:.6g}, here {here[s]:.6g}, "
-                                  f"|difference| {diff:.3g} > band {band.nats:.3g} nats")
+                                  f"|difference| {diff:.3g} > band {band.nats:.3g} nats ({band.measured_for})")
     for d in rep.decisions:
         if d.kind == "prior":
             continue
         a, b = here[frozenset(d.chosen)], here[frozenset(d.rival)]
-        if d.gap <= band.nats:
-            check.forks.append(Fork(d, a, b))
+        width = max(band_for(len(d.chosen)).nats, band_for(len(d.rival)).nats)
+        if d.gap <= width:
+            check.forks.append(Fork(d, a, b, width))
         elif (b - a) * (d.rival_loss - d.chosen_loss) < 0 and check.disagreement is None:
             check.status = FAILED
             check.disagreement = (f"{d.kind} decision after evaluation {d.position}: recorded {list(d.chosen)} "
                                   f"{d.chosen_loss:.6g} against {list(d.rival)} {d.rival_loss:.6g} (gap {d.gap:.3g} > "
-                                  f"band {band.nats:.3g}); here {a:.6g} against {b:.6g}: the other way")
+                                  f"band {width:.3g}); here {a:.6g} against {b:.6g}: the other way")
     return check
 
 
-def band_differences(results: Sequence[dict[str, Any]], dense_here: float, prior_here: Sequence[float],
-                     here_class: str) -> list[tuple[str, str, str, float]]:
-    """|recorded - here| of a condition's dense loss and prior, per recorded class (what bands are measured on)."""
+def band_differences(results: Sequence[dict[str, Any]], measured: dict[frozenset[int], float],
+                     here_class: str) -> list[tuple[str, str, str, int, float]]:
+    """|recorded - here| of a condition's measuring sets (``measured``: set -> loss here; the empty set is the
+    dense model), per recorded class, with each set's size."""
     out = []
     seen: set[str] = set()
     for r in results:
@@ -160,56 +200,77 @@ def band_differences(results: Sequence[dict[str, Any]], dense_here: float, prior
             continue
         seen.add(recorded_class)
         pair, objective, model = pair_key(recorded_class, here_class), r["identity"]["objective"], r["model"]
-        pairs = [(r["dense_calibration_loss"], dense_here)]
-        pairs += [(rec, h) for rec, h in zip(r.get("prior") or [], prior_here) if rec is not None]
-        out += [(pair, objective, model, abs(float(rec) - float(h))) for rec, h in pairs]
+        recorded = {frozenset(): float(r["dense_calibration_loss"])}
+        for rr in results:
+            if numeric_class(rr["environment"]) == recorded_class:
+                recorded.update(_recorded_losses(rr))
+        for s, loss in measured.items():
+            if s in recorded and math.isfinite(recorded[s]) and math.isfinite(loss):
+                out.append((pair, objective, model, len(s), abs(recorded[s] - loss)))
     return out
 
 
 def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: int = 0, progress: bool = True,
-              measure_bands: Callable[[list[tuple[str, str, str, float]]], dict[str, Any]] | None = None,
-              ) -> tuple[list[CellCheck], list[tuple[str, str, str, float]]]:
-    """Every cell of ``results`` checked on this machine; also the dense/prior differences (for bands).
+              measure_bands: Callable[[list[tuple[str, str, str, int, float]]], dict[str, Any]] | None = None,
+              ) -> tuple[list[CellCheck], list[tuple[str, str, str, int, float]]]:
+    """Every cell of ``results`` checked on this machine; also the measuring sets' differences (for bands).
 
     ``measure_bands``: given a model's differences, returns the table to check that model's cells with
-    (``--measure-bands``: its bands measured from those differences first, then its cells checked).
+    (``--measure-bands``: its bands measured on its measuring sets first, then its cells checked).
     """
     from tqdm.auto import tqdm
 
     from depthprune.env import environment
+    from depthprune.objectives import make_objective
     from depthprune.recipe import Session
+    from depthprune.scoring import Scorer
 
     by_model: dict[str, dict[tuple[str, str, str], list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
         by_model[r["model"]][_condition(r)].append(r)
     checks: list[CellCheck] = []
-    differences: list[tuple[str, str, str, float]] = []
+    differences: list[tuple[str, str, str, int, float]] = []
     bar = tqdm(total=len(results), desc="verify", unit="cell", disable=not progress, leave=False)
     for model, conditions in sorted(by_model.items()):
         session = Session.open(model, device="cpu", dtype="auto")
         try:
             here_class = numeric_class(environment(session.device, session.dtype))
-            calibrations = {}
+            prepared = {}
             model_differences = []
             for key, cells in sorted(conditions.items()):
                 mine = [r for r in cells if r["identity"]["weights"] == session.weights]
-                calibrations[key] = calib = session.calibrate(key[1], **json.loads(key[2]))
-                model_differences += band_differences(mine, calib.dense_loss, calib.prior, here_class)
+                replays = [replay(r) for r in cells]
+                held = held_out(cells, replays, seed)
+                if measure_bands is not None:  # the measuring sets: dense, singles (the prior), held-out
+                    calib = session.calibrate(key[1], **json.loads(key[2]))
+                    scorer = calib.scorer.fork(known={frozenset([i]): p for i, p in enumerate(calib.prior)})
+                    measured = {frozenset(): calib.dense_loss, **{frozenset([i]): p for i, p in enumerate(calib.prior)}}
+                    measured.update(zip(held, scorer.many(held)))
+                    if mine:
+                        model_differences += band_differences(mine, measured, here_class)
+                else:  # the dense pass only: no prior, no measuring set is scored
+                    objective = make_objective(key[1], session.profile, **json.loads(key[2]))
+                    batches = objective.prepare(session.tokenizer, session.profile, session.batch_size)
+                    scorer = Scorer(session.model, batches, objective)
+                prepared[key] = (scorer, replays, set(held))
             differences += model_differences
             if measure_bands is not None:
                 table = measure_bands(model_differences)
             for key, cells in sorted(conditions.items()):
-                calib = calibrations[key]
-                scorer = calib.scorer.fork(known={frozenset([i]): p for i, p in enumerate(calib.prior)})
-                for r in cells:
-                    band = lookup(table, numeric_class(r["environment"]), here_class, key[1], model)
+                scorer, replays, held = prepared[key]
+                for r, rep in zip(cells, replays):
+                    recorded_class = numeric_class(r["environment"])
+
+                    def band_for(size: int, rc: str = recorded_class, objective: str = key[1]) -> Band | None:
+                        return lookup(table, rc, here_class, objective, model, size)
+
                     if r["identity"]["weights"] != session.weights:
-                        check = CellCheck(r["grid"], r["cell"], model, key[1], numeric_class(r["environment"]),
-                                          here_class, replay(r), status=NOT_VERIFIED, band=band)
+                        check = CellCheck(r["grid"], r["cell"], model, key[1], recorded_class, here_class, rep,
+                                          status=NOT_VERIFIED, band=band_for(len(r["removed"])))
                         check.disagreement = (f"recorded on weights {r['identity']['weights']}; this machine's "
                                               f"{model} is {session.weights}")
                     else:
-                        check = check_cell(r, scorer.many, band, here_class, seed)
+                        check = check_cell(r, scorer.many, band_for, here_class, seed, held, rep)
                     checks.append(check)
                     bar.update(1)
         finally:

@@ -112,9 +112,9 @@ def remeasure_summary(checks: Sequence[Any]) -> str:
                      sum(c.status == VERIFIED and bool(c.forks) for c in mine),
                      sum(c.status == CHECK_FAILED for c in mine), sum(c.status == NOT_VERIFIED for c in mine),
                      max((c.largest_difference for c in mine), default=0.0),
-                     mine[0].band.nats if mine[0].band else None])
+                     " / ".join(sorted({f"{c.band.nats:.2g}" for c in mine if c.band}, key=float)) or None])
     return tabulate(rows, headers=["grid", "model", "objective", "verified", "with numeric forks", "failed",
-                                   "not verified", "largest |diff| (nats)", "band (nats)"], tablefmt="github")
+                                   "not verified", "largest |diff| (nats)", "bands at the budgets (nats)"], tablefmt="github")
 
 
 def remeasure_lines(checks: Sequence[Any]) -> list[str]:
@@ -128,7 +128,7 @@ def remeasure_lines(checks: Sequence[Any]) -> list[str]:
             lines.append(f"NUMERIC FORK  {c.grid}/{c.cell}: {d.kind} decision after evaluation {d.position}: "
                          f"{list(d.chosen)} against {list(d.rival)}, recorded {d.chosen_loss:.6g} / {d.rival_loss:.6g} "
                          f"(gap {d.gap:.3g}), here {f.chosen_here:.6g} / {f.rival_here:.6g}"
-                         f"{' (the other way here)' if f.flipped else ''}; band {c.band.nats:.3g}")
+                         f"{' (the other way here)' if f.flipped else ''}; band {f.band:.3g}")
         if c.band is not None and c.band.flagged and c.status != "not verified":
             lines.append(f"FLAGGED BAND  {c.grid}/{c.cell}: {c.band.flagged}")
     return lines
