@@ -92,7 +92,7 @@ def iter_results(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator
     what is no cell result: dot files, the ``dense/`` and ``eval-cache/`` folders, results without a
     cell (``prune --json``) and JSON files that are no result at all (:func:`depthprune.result.is_result`).
     A file or archive that is broken -- not JSON, truncated, of another schema -- raises
-    :class:`ResultFileError` naming it: skipped, its cells would be missing from the report unsaid.
+    :class:`depthprune.result.ResultFileError` naming it: skipped, its cells would be missing from the report unsaid.
     """
     from depthprune.grid.archive import SUFFIX, read_archive
 
@@ -120,7 +120,7 @@ def iter_results(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator
 def iter_dense(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator[dict[str, Any]]:
     """Every dense-model file under ``dirs``; those made on stand-ins only if ``stand_in`` (as
     :func:`iter_results`: a rehearsal's dense metrics must never stand for a real model's). A file
-    that is not a JSON object raises :class:`ResultFileError` naming it."""
+    that is not a JSON object raises :class:`depthprune.result.ResultFileError` naming it."""
     from depthprune.grid.archive import SUFFIX, read_archive
 
     for d in dirs:

@@ -16,7 +16,7 @@ showed bands measured on the dense model and the singles alone too narrow for se
   condition's traces ``HELD_OUT`` recorded sets of size k drawn with a generator seeded by the seed and
   the condition, from the trace sets that are no cell's removed set and no decision's set; the
   checks' own trace sample is drawn from the others (:func:`depthprune.verify.remeasure.held_out`);
-* the band of (pair, objective, model, size) is ``FACTOR`` times the largest |recorded - here| of its
+* the band of (pair, objective, model, size) is ``FACTOR`` times the largest ``|recorded - here|`` of its
   measuring sets; a set of a size without a band takes the widest band of its pair, objective and model,
   flagged.
 
@@ -124,7 +124,7 @@ def lookup(table: Mapping[str, Any], recorded: str, here: str, objective: str, m
 def measure(differences: Iterable[tuple[str, str, str, int, float]], provenance: Mapping[str, Any],
             table: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A new table: ``table`` with a band per (pair, objective, model, size) of ``differences`` (pair,
-    objective, model, set size, |recorded - here| in nats) replaced by ``FACTOR`` times the largest, with
+    objective, model, set size, ``|recorded - here|`` in nats) replaced by ``FACTOR`` times the largest, with
     ``provenance``."""
     largest: dict[tuple[str, str, str, int], tuple[float, int]] = {}
     for pair, objective, model, size, diff in differences:

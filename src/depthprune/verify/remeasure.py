@@ -8,7 +8,7 @@ not scored again for another. Per cell (the sample rule, fixed before any run):
 * both sets of every decision replay found (:class:`depthprune.verify.replay.Decision`: the final
   one and one per batch; the prior's cut compares singles, which the calibration re-scores anyway);
 * ``SAMPLE_SETS`` more sets of the trace, drawn with a generator seeded by the seed and the cell id,
-  from those that are not the condition's measuring sets (:func:`held_out`, :mod:`depthprune.verify.bands`).
+  from those that are not the condition's measuring sets (:func:`depthprune.verify.remeasure.held_out`, :mod:`depthprune.verify.bands`).
 
 Every loss must lie within the band of the recorded one for its set's size (:mod:`depthprune.verify.bands`).
 A decision whose recorded gap is wider than the band (the wider of its two sets') must come out the same
@@ -37,7 +37,9 @@ from depthprune.verify.replay import Decision, Replay, replay
 
 #: trace sets re-scored per cell beside its removed set and decisions (the rule in the module docstring)
 SAMPLE_SETS = 4
-VERIFIED, FORKS, FAILED, NOT_VERIFIED = "verified", "forks", "failed", "not verified"
+VERIFIED = "verified"
+FAILED = "failed"
+NOT_VERIFIED = "not verified"
 
 
 @dataclass
@@ -190,7 +192,7 @@ def check_cell(result: dict[str, Any], score: Callable[[list[frozenset[int]]], l
 
 def band_differences(results: Sequence[dict[str, Any]], measured: dict[frozenset[int], float],
                      here_class: str) -> list[tuple[str, str, str, int, float]]:
-    """|recorded - here| of a condition's measuring sets (``measured``: set -> loss here; the empty set is the
+    """``|recorded - here|`` of a condition's measuring sets (``measured``: set -> loss here; the empty set is the
     dense model), per recorded class, with each set's size."""
     out = []
     seen: set[str] = set()

@@ -44,7 +44,9 @@ from depthprune.search import get_searcher
 from depthprune.search.base import rank_key, set_key
 
 #: replay outcomes, from best to worst
-REPLAYED, PARTIAL, FAILED = "replayed", "partial", "failed"
+REPLAYED = "replayed"
+PARTIAL = "partial"
+FAILED = "failed"
 
 
 class _NotRecorded(Exception):
