@@ -33,7 +33,7 @@ from typing import Any
 
 from depthprune.verify.bands import Band, lookup, numeric_class, pair_key
 from depthprune.verify.replay import FAILED as REPLAY_FAILED
-from depthprune.verify.replay import Decision, Replay, replay
+from depthprune.verify.replay import Decision, Replay, recorded_loss, recorded_trace, replay
 
 #: trace sets re-scored per cell beside its removed set and decisions (the rule in the module docstring)
 SAMPLE_SETS = 4
@@ -96,12 +96,14 @@ def _condition(result: dict[str, Any]) -> tuple[str, str, str]:
     return result["model"], result["identity"]["objective"], json.dumps(result["objective_params"], sort_keys=True)
 
 
-def _protected_sets(rep: Replay, result: dict[str, Any]) -> set[frozenset[int]]:
-    """A cell's sets that are always checked: its removed set and its decisions' sets."""
-    out = {frozenset(result["removed"])}
+def _always_checked(result: dict[str, Any], rep: Replay) -> list[frozenset[int]]:
+    """A cell's sets that are always checked, in order: its removed set, then both sets of each decision
+    (the prior's cut compares singles, which are measuring sets, never checked ones)."""
+    out = [frozenset(result["removed"])]
     for d in rep.decisions:
-        out |= {frozenset(d.chosen), frozenset(d.rival)}
-    return out
+        if d.kind != "prior":
+            out += [frozenset(d.chosen), frozenset(d.rival)]
+    return list(dict.fromkeys(out))
 
 
 def held_out(cells: Sequence[dict[str, Any]], replays: Sequence[Replay], seed: int) -> list[frozenset[int]]:
@@ -109,9 +111,7 @@ def held_out(cells: Sequence[dict[str, Any]], replays: Sequence[Replay], seed: i
     ``HELD_OUT`` trace sets that are no cell's removed set and no decision's set, drawn with a seed."""
     from depthprune.verify.bands import HELD_OUT
 
-    protected: set[frozenset[int]] = set()
-    for r, rep in zip(cells, replays):
-        protected |= _protected_sets(rep, r)
+    protected = {s for r, rep in zip(cells, replays) for s in _always_checked(r, rep)}
     pool = sorted({frozenset(s) for r in cells for s, _ in r["trace"] if len(s) >= 2} - protected,
                   key=lambda s: (len(s), sorted(s)))
     condition = "|".join(map(str, _condition(cells[0])))
@@ -126,11 +126,8 @@ def held_out(cells: Sequence[dict[str, Any]], replays: Sequence[Replay], seed: i
 def _sets_to_check(result: dict[str, Any], rep: Replay, seed: int,
                    exclude: set[frozenset[int]] = frozenset()) -> list[frozenset[int]]:
     """The rule of the module docstring, in order: removed set, decisions' sets, the seeded sample."""
-    out: list[frozenset[int]] = [frozenset(result["removed"])]
-    for d in rep.decisions:
-        if d.kind != "prior":
-            out += [frozenset(d.chosen), frozenset(d.rival)]
-    rest = sorted({frozenset(s) for s, _ in result["trace"]} - set(out) - set(exclude),
+    out = _always_checked(result, rep)
+    rest = sorted({s for s, _ in recorded_trace(result)} - set(out) - set(exclude),
                   key=lambda s: (len(s), sorted(s)))
     rng = random.Random(f"{seed}:{result['cell']}")
     out += rng.sample(rest, min(SAMPLE_SETS, len(rest)))
@@ -138,9 +135,9 @@ def _sets_to_check(result: dict[str, Any], rep: Replay, seed: int,
 
 
 def _recorded_losses(result: dict[str, Any]) -> dict[frozenset[int], float]:
-    losses = {frozenset(s): (math.inf if v is None else float(v)) for s, v in result["trace"]}
+    losses = dict(recorded_trace(result))
     for i, v in enumerate(result.get("prior") or []):
-        losses.setdefault(frozenset([i]), math.inf if v is None else float(v))
+        losses.setdefault(frozenset([i]), recorded_loss(v))
     losses.setdefault(frozenset(result["removed"]), float(result["calibration_loss"]))
     return losses
 

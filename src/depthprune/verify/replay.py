@@ -110,7 +110,8 @@ class Replay:
                 "decisions": [d.to_dict() for d in self.decisions]}
 
 
-def _loss(value: Any) -> float:
+def recorded_loss(value: Any) -> float:
+    """A loss as a result stores it: null (non-finite) reads as +inf, the worst."""
     return math.inf if value is None else float(value)
 
 
@@ -162,20 +163,21 @@ class TraceScore:
         return losses
 
 
-def _trace(result: dict[str, Any]) -> list[tuple[frozenset[int], float]]:
-    return [(frozenset(s), _loss(loss)) for s, loss in result.get("trace") or []]
+def recorded_trace(result: dict[str, Any]) -> list[tuple[frozenset[int], float]]:
+    """A result's trace as (set, loss) pairs, in its evaluation order."""
+    return [(frozenset(s), recorded_loss(loss)) for s, loss in result.get("trace") or []]
 
 
 def _prior(result: dict[str, Any]) -> list[float] | None:
     settings = result.get("settings") or {}
     if not settings.get("use_prior", True) or result.get("prior") is None:
         return None
-    return [_loss(x) for x in result["prior"]]
+    return [recorded_loss(x) for x in result["prior"]]
 
 
 def decisions(result: dict[str, Any], batches: Sequence[tuple[int, Sequence[frozenset[int]]]] = ()) -> list[Decision]:
     """The decisions of a result (module docstring): final, one per batch of two or more, and the prior's cut."""
-    losses = {s: loss for s, loss in _trace(result)}
+    losses = {s: loss for s, loss in recorded_trace(result)}
     budget = len(result["removed"])
     chosen = frozenset(result["removed"])
     out: list[Decision] = []
@@ -235,7 +237,7 @@ def replay(result: dict[str, Any]) -> Replay:
     start = time.perf_counter()
     identity = result.get("identity") or {}
     name = identity.get("search") or result.get("search")
-    trace = _trace(result)
+    trace = recorded_trace(result)
     out = Replay(grid=str(identity.get("grid") or result.get("grid")), cell=str(result.get("cell")), searcher=name,
                  status=REPLAYED, recorded_evaluations=len(trace), replayed_evaluations=0, seconds=0.0)
     extras, missing = _extras(result)
@@ -285,5 +287,5 @@ def replay(result: dict[str, Any]) -> Replay:
 
 
 def _same_loss(a: float | None, b: float | None) -> bool:
-    a, b = _loss(a), _loss(b)
+    a, b = recorded_loss(a), recorded_loss(b)
     return a == b or (math.isnan(a) and math.isnan(b))

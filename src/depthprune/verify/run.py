@@ -119,6 +119,8 @@ def remeasure_summary(checks: Sequence[Any]) -> str:
 
 def remeasure_lines(checks: Sequence[Any]) -> list[str]:
     """A line per cell that is not plainly VERIFIED, and one per fork."""
+    from depthprune.verify.remeasure import NOT_VERIFIED
+
     lines = []
     for c in checks:
         if c.disagreement:
@@ -129,6 +131,6 @@ def remeasure_lines(checks: Sequence[Any]) -> list[str]:
                          f"{list(d.chosen)} against {list(d.rival)}, recorded {d.chosen_loss:.6g} / {d.rival_loss:.6g} "
                          f"(gap {d.gap:.3g}), here {f.chosen_here:.6g} / {f.rival_here:.6g}"
                          f"{' (the other way here)' if f.flipped else ''}; band {f.band:.3g}")
-        if c.band is not None and c.band.flagged and c.status != "not verified":
+        if c.band is not None and c.band.flagged and c.status != NOT_VERIFIED:
             lines.append(f"FLAGGED BAND  {c.grid}/{c.cell}: {c.band.flagged}")
     return lines
