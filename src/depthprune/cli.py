@@ -399,7 +399,7 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[dict[str, Any]]) -> 
     import time
 
     from depthprune.env import environment, git_revision, write_json_atomic
-    from depthprune.verify import bands, remeasure, run
+    from depthprune.verify import bands, evaluation, remeasure, run
 
     args.bands = args.bands or str(bands.BANDS_FILE)
     table = bands.load_table(args.bands)
@@ -411,23 +411,30 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[dict[str, Any]]) -> 
         provenance = {"command": command, "commit": git_revision(), "cells": sorted(c["cell"] for c in cells),
                       "machine": environment("cpu", "float32")["kernels"], "rule": bands.RULE,
                       "what": "each condition's measuring sets (dense, singles, held-out trace sets per size: "
-                              "depthprune.verify.bands), recorded against re-scored here"}
+                              "depthprune.verify.bands), recorded against re-scored here"
+                              + ("; each removed set's sampled items and windows (depthprune.verify.evaluation, "
+                                 f"rule {evaluation.RULE}), recorded against evaluated here" if not args.no_evaluation
+                                 else "")}
 
-        def measure(differences):
+        def measure(differences, evaluation):
             nonlocal table
-            table = bands.measure(differences, provenance, table)
+            table = bands.measure(differences, provenance, table, evaluation)
             write_json_atomic(args.bands, table)
             return table
 
     start = time.perf_counter()
+    population = run.select_cells(args.results, sorted({c["grid"] for c in cells}))
     checks, _ = remeasure.remeasure(cells, table, seed=args.seed, progress=sys.stderr.isatty(),
-                                    measure_bands=measure)
+                                    measure_bands=measure, population=population,
+                                    evaluate=not args.no_evaluation)
     seconds = time.perf_counter() - start
     for line in run.remeasure_lines(checks):
         print(line)
     print(run.remeasure_summary(checks))
     print(f"verified {len(checks)} cells in {seconds:.1f} s on {checks[0].here_class if checks else '?'} "
-          f"(sets and decisions re-scored; task items and perplexity windows are not re-evaluated yet)")
+          + ("(sets and decisions re-scored; task items and perplexity windows not re-evaluated: --no-evaluation)"
+             if args.no_evaluation else "(sets and decisions re-scored; each removed set's sampled task items and "
+                                        "perplexity windows re-evaluated)"))
     if args.measure_bands:
         print(f"wrote the bands of these models to {args.bands}")
     if args.json:
@@ -700,8 +707,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bands", default=None, metavar="FILE",
                    help="the bands table (default: the one shipped with depthprune, depthprune/verify/bands.json)")
     p.add_argument("--measure-bands", action="store_true",
-                   help="measure each model's bands on its dense loss and prior here, write them to --bands, then verify")
-    p.add_argument("--seed", type=_positive(0), default=0, help="seed of the sampled trace sets (default 0)")
+                   help="measure each model's bands here (sets: dense, singles, held-out trace sets; evaluation: "
+                        "every removed set's sampled items and windows, cross-fitted), write them to --bands, then verify")
+    p.add_argument("--no-evaluation", action="store_true",
+                   help="re-score sets and decisions only; do not re-evaluate removed sets' items and windows")
+    p.add_argument("--seed", type=_positive(0), default=0,
+                   help="seed of the sampled trace sets, items and windows (default 0)")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("durations", help="record how long a grid's cells took (orders cell groups longest first)")

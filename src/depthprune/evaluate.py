@@ -237,16 +237,19 @@ def lm_eval_tasks(profile: Profile, cfg: EvalConfig) -> dict[str, str]:
     return names
 
 
-def run_lm_eval(lm, profile: Profile, cfg: EvalConfig) -> dict[str, Any]:
-    """lm-eval's ``simple_evaluate`` on ``lm`` with this evaluation's tasks, limit and logged samples."""
+def run_lm_eval(lm, profile: Profile, cfg: EvalConfig, samples: dict[str, list[int]] | None = None) -> dict[str, Any]:
+    """lm-eval's ``simple_evaluate`` on ``lm`` with this evaluation's tasks, limit and logged samples
+    (``samples``: lm-eval task -> the item indices to run instead of the limit, as verification does)."""
     from lm_eval import simple_evaluate
 
     from depthprune.lm_eval_templates import compiled_templates
 
     logging.getLogger("lm-eval").setLevel(logging.WARNING)
     with compiled_templates():  # each prompt template compiled once, not once per document (same prompts)
-        return simple_evaluate(model=lm, tasks=list(lm_eval_tasks(profile, cfg)), task_manager=profile.task_manager(),
-                               limit=cfg.limit, log_samples=True, bootstrap_iters=1000, verbosity="WARNING")
+        tasks = list(samples) if samples is not None else list(lm_eval_tasks(profile, cfg))
+        return simple_evaluate(model=lm, tasks=tasks, task_manager=profile.task_manager(),
+                               limit=cfg.limit if samples is None else None, samples=samples, log_samples=True,
+                               bootstrap_iters=1000 if samples is None else 0, verbosity="WARNING")
 
 
 def zero_shot(model, tokenizer, profile: Profile, cfg: EvalConfig,

@@ -20,8 +20,9 @@ showed bands measured on the dense model and the singles alone too narrow for se
   measuring sets; a set of a size without a band takes the widest band of its pair, objective and model,
   flagged.
 
-The table (``bands.json`` beside this file) is written by ``depthprune verify --measure-bands`` and
-keeps, per band, the command, commit, machine and cells that measured it. Where a pair, objective
+The table (``bands.json`` beside this file) is written by ``depthprune verify --measure-bands``; each
+band names its measurement, and the table keeps each measurement's command, commit, machine and cells
+once (``measurements``). It also holds the evaluation bands (:mod:`depthprune.verify.evaluation`). Where a pair, objective
 and model has no measured band, :func:`lookup` takes the widest band measured for the same precision
 pair (bf16 against fp32, say) and flags it; where the precision pair has none, there is no band and
 the cell is NOT VERIFIED, never passed.
@@ -91,6 +92,10 @@ def load_table(path: str | Path = BANDS_FILE) -> dict[str, Any]:
     table = json.loads(path.read_text())
     if table.get("rule") != RULE:  # a table of another rule is not this rule's measurement
         return {"rule": RULE, "bands": []}
+    from depthprune.verify.evaluation import RULE as EVAL_RULE
+
+    if table.get("evaluation_rule") != EVAL_RULE:  # evaluation bands of another rule are not this rule's
+        table = {**table, "evaluation": []}
     return table
 
 
@@ -122,22 +127,38 @@ def lookup(table: Mapping[str, Any], recorded: str, here: str, objective: str, m
 
 
 def measure(differences: Iterable[tuple[str, str, str, int, float]], provenance: Mapping[str, Any],
-            table: Mapping[str, Any] | None = None) -> dict[str, Any]:
+            table: Mapping[str, Any] | None = None,
+            evaluation: Iterable[tuple[str, str, int, float, dict[str, float]]] = ()) -> dict[str, Any]:
     """A new table: ``table`` with a band per (pair, objective, model, size) of ``differences`` (pair,
-    objective, model, set size, ``|recorded - here|`` in nats) replaced by ``FACTOR`` times the largest, with
-    ``provenance``."""
+    objective, model, set size, ``|recorded - here|`` in nats) replaced by ``FACTOR`` times the largest,
+    and the evaluation bands of ``evaluation`` (:func:`depthprune.verify.evaluation.measure_rows`) replaced
+    per (pair, model, fold). Each row names its measurement; ``provenance`` is kept once under that name."""
+    from depthprune.verify.evaluation import RULE as EVAL_RULE
+    from depthprune.verify.evaluation import measure_rows
+
+    old = table or {}
+    measurements = dict(old.get("measurements", {}))
+    name = f"m{1 + max((int(k[1:]) for k in measurements if k[1:].isdigit()), default=0)}"
+    measurements[name] = dict(provenance)
     largest: dict[tuple[str, str, str, int], tuple[float, int]] = {}
     for pair, objective, model, size, diff in differences:
         if not math.isfinite(diff):
             continue
         top, n = largest.get((pair, objective, model, size), (0.0, 0))
         largest[pair, objective, model, size] = (max(top, diff), n + 1)
-    rows = [r for r in (table or {}).get("bands", [])
-            if (r["pair"], r["objective"], r["model"], r["size"]) not in largest]
+    rows = [r for r in old.get("bands", []) if (r["pair"], r["objective"], r["model"], r["size"]) not in largest]
     for (pair, objective, model, size), (top, n) in largest.items():
         rows.append({"pair": pair, "objective": objective, "model": model, "size": size, "nats": FACTOR * top,
-                     "largest_difference": top, "sets": n, "factor": FACTOR, "measured_by": dict(provenance)})
+                     "largest_difference": top, "sets": n, "factor": FACTOR, "measured_by": name})
     rows.sort(key=lambda r: (r["pair"], r["objective"], r["model"], r["size"]))
+    new_eval = [{**row, "measured_by": name} for row in measure_rows(list(evaluation))]
+    keys = {(r["pair"], r["model"], r["fold"]) for r in new_eval}
+    eval_rows = [r for r in old.get("evaluation", []) if (r["pair"], r["model"], r["fold"]) not in keys] + new_eval
+    eval_rows.sort(key=lambda r: (r["pair"], r["model"], r["fold"]))
+    used = {r["measured_by"] for r in rows + eval_rows if isinstance(r.get("measured_by"), str)}
     return {"about": "depthprune.verify.bands: rounding bands of calibration losses, in nats, per pair of numeric "
                      "classes, objective, model and removed-set size, measured on sets verification never checks; "
-                     "written by depthprune verify --measure-bands, never by hand", "rule": RULE, "bands": rows}
+                     "and evaluation bands (depthprune.verify.evaluation: item disagreement rate, window NLL) per "
+                     "pair, model and fold; written by depthprune verify --measure-bands, never by hand",
+            "rule": RULE, "evaluation_rule": EVAL_RULE, "bands": rows, "evaluation": eval_rows,
+            "measurements": {k: v for k, v in sorted(measurements.items()) if k in used}}

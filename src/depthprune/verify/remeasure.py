@@ -17,8 +17,12 @@ measuring sets (dense, singles, the held-out sets) are scored only by ``--measur
 each model's bands on them before it checks that model's cells; without it the table is read and no prior
 is computed.
 
-Not built yet: re-evaluating the removed set on a sample of task items and perplexity windows (the
-issue's "Evaluation" check); the output says so per run.
+The measuring sets are drawn from every cell of the condition in the results (``population``), not from
+the selected ones only, so a cell's checked sample is the same whatever else is selected.
+
+Then the removed set's evaluation: a seeded sample of its task items and perplexity windows evaluated
+again and compared one by one (rule E1, :mod:`depthprune.verify.evaluation`), once per removed set of a
+model whatever the number of cells that removed it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from depthprune.verify import evaluation as ev
 from depthprune.verify.bands import Band, lookup, numeric_class, pair_key
 from depthprune.verify.replay import FAILED as REPLAY_FAILED
 from depthprune.verify.replay import Decision, Replay, recorded_loss, recorded_trace, replay
@@ -77,6 +82,16 @@ class CellCheck:
     largest_difference: float = 0.0
     forks: list[Fork] = field(default_factory=list)
     disagreement: str | None = None  # the first, where FAILED; the reason, where NOT VERIFIED
+    evaluation: ev.EvalCheck | None = None  # the removed set's items and windows (None: not re-evaluated)
+
+    def add_evaluation(self, check: ev.EvalCheck) -> None:
+        """Fold the evaluation's outcome into the cell's: a failure fails the cell; an evaluation that
+        could not be checked leaves a cell whose sets verified NOT VERIFIED, saying why."""
+        self.evaluation = check
+        if check.status == ev.FAILED and self.status != FAILED:
+            self.status, self.disagreement = FAILED, f"evaluation: {check.disagreement}"
+        elif check.status == ev.NOT_VERIFIED and self.status == VERIFIED:
+            self.status, self.disagreement = NOT_VERIFIED, f"evaluation: {check.disagreement}"
 
     @property
     def label(self) -> str:
@@ -89,7 +104,8 @@ class CellCheck:
                 "status": self.label, "recorded": self.recorded_class, "here": self.here_class,
                 "band": self.band.to_dict() if self.band else None, "sets_checked": self.sets_checked,
                 "largest_difference": self.largest_difference, "forks": [f.to_dict() for f in self.forks],
-                "disagreement": self.disagreement, "replay": self.replay.to_dict()}
+                "disagreement": self.disagreement, "replay": self.replay.to_dict(),
+                "evaluation": self.evaluation.to_dict() if self.evaluation else None}
 
 
 def _condition(result: dict[str, Any]) -> tuple[str, str, str]:
@@ -209,13 +225,20 @@ def band_differences(results: Sequence[dict[str, Any]], measured: dict[frozenset
     return out
 
 
+EvalRow = tuple[str, str, int, float, dict[str, float]]
+
+
 def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: int = 0, progress: bool = True,
-              measure_bands: Callable[[list[tuple[str, str, str, int, float]]], dict[str, Any]] | None = None,
+              measure_bands: Callable[[list[tuple[str, str, str, int, float]], list[EvalRow]], dict[str, Any]]
+              | None = None, population: Sequence[dict[str, Any]] | None = None, evaluate: bool = True,
               ) -> tuple[list[CellCheck], list[tuple[str, str, str, int, float]]]:
     """Every cell of ``results`` checked on this machine; also the measuring sets' differences (for bands).
 
-    ``measure_bands``: given a model's differences, returns the table to check that model's cells with
-    (``--measure-bands``: its bands measured on its measuring sets first, then its cells checked).
+    ``measure_bands``: given a model's set differences and evaluation measurements (pair, model, fold,
+    item disagreement rate, dataset -> largest window difference), returns the table to check that
+    model's cells with (``--measure-bands``: its bands measured first, then its cells checked).
+    ``population``: every cell the measuring sets are drawn from (default ``results``; the CLI passes
+    all cells of the selected grids). ``evaluate``: also re-evaluate each removed set (rule E1).
     """
     from tqdm.auto import tqdm
 
@@ -227,6 +250,12 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
     by_model: dict[str, dict[tuple[str, str, str], list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
         by_model[r["model"]][_condition(r)].append(r)
+    everyone: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in population if population is not None else results:
+        everyone[_condition(r)].append(r)
+    for r in results:  # a selected cell is always in its condition's population
+        if (r["grid"], r["cell"]) not in {(p["grid"], p["cell"]) for p in everyone[_condition(r)]}:
+            everyone[_condition(r)].append(r)
     checks: list[CellCheck] = []
     differences: list[tuple[str, str, str, int, float]] = []
     bar = tqdm(total=len(results), desc="verify", unit="cell", disable=not progress, leave=False)
@@ -239,7 +268,8 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
             for key, cells in sorted(conditions.items()):
                 mine = [r for r in cells if r["identity"]["weights"] == session.weights]
                 replays = [replay(r) for r in cells]
-                held = held_out(cells, replays, seed)
+                pool = everyone[key]
+                held = held_out(pool, [replay(r) for r in pool], seed)
                 if measure_bands is not None:  # the measuring sets: dense, singles (the prior), held-out
                     calib = session.calibrate(key[1], **json.loads(key[2]))
                     scorer = calib.scorer.fork(known={frozenset([i]): p for i, p in enumerate(calib.prior)})
@@ -253,8 +283,30 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
                     scorer = Scorer(session.model, batches, objective)
                 prepared[key] = (scorer, replays, set(held))
             differences += model_differences
+            evaluated: dict[tuple[str, str], ev.Measured] = {}
+
+            def measured_for(r: dict[str, Any]) -> ev.Measured:
+                k = (json.dumps(sorted(r["removed"])), json.dumps(r["evaluation_protocol"]["config"], sort_keys=True))
+                if k not in evaluated:
+                    items, windows = ev.sample(r, seed)
+                    evaluated[k] = ev.measure_here(session, r, items, windows)
+                return evaluated[k]
+
+            def evaluable(r: dict[str, Any]) -> bool:
+                return evaluate and bool(r.get("evaluated")) and bool(r.get("item_outcomes") or r.get("window_nll")) \
+                    and r["identity"]["weights"] == session.weights
+
             if measure_bands is not None:
-                table = measure_bands(model_differences)
+                eval_rows: list[EvalRow] = []
+                seen: set[tuple[str, str]] = set()
+                for r in (r for cells in conditions.values() for r in cells if evaluable(r)):
+                    pair = pair_key(numeric_class(r["environment"]), here_class)
+                    if (pair, str(sorted(r["removed"]))) in seen:
+                        continue
+                    seen.add((pair, str(sorted(r["removed"]))))
+                    rate, windows, _, _ = ev.differences(r, measured_for(r))
+                    eval_rows.append((pair, model, ev.fold(model, r["removed"]), rate, windows))
+                table = measure_bands(model_differences, eval_rows)
             for key, cells in sorted(conditions.items()):
                 scorer, replays, held = prepared[key]
                 for r, rep in zip(cells, replays):
@@ -270,6 +322,9 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
                                               f"{model} is {session.weights}")
                     else:
                         check = check_cell(r, scorer.many, band_for, here_class, seed, held, rep)
+                        if evaluable(r) and check.replay.status != REPLAY_FAILED:
+                            check.add_evaluation(ev.check_evaluation(
+                                r, measured_for(r), ev.lookup(table, recorded_class, here_class, model, r["removed"])))
                     checks.append(check)
                     bar.update(1)
         finally:

@@ -112,9 +112,23 @@ def remeasure_summary(checks: Sequence[Any]) -> str:
                      sum(c.status == VERIFIED and bool(c.forks) for c in mine),
                      sum(c.status == CHECK_FAILED for c in mine), sum(c.status == NOT_VERIFIED for c in mine),
                      max((c.largest_difference for c in mine), default=0.0),
-                     " / ".join(sorted({f"{c.band.nats:.2g}" for c in mine if c.band}, key=float)) or None])
+                     " / ".join(sorted({f"{c.band.nats:.2g}" for c in mine if c.band}, key=float)) or None,
+                     *_evaluation_columns([c.evaluation for c in mine if c.evaluation is not None])])
     return tabulate(rows, headers=["grid", "model", "objective", "verified", "with numeric forks", "failed",
-                                   "not verified", "largest |diff| (nats)", "bands at the budgets (nats)"], tablefmt="github")
+                                   "not verified", "largest |diff| (nats)", "bands at the budgets (nats)",
+                                   "items agreeing (sampled)", "catches item changes of", "largest window |diff|"],
+                    tablefmt="github")
+
+
+def _evaluation_columns(evals: Sequence[Any]) -> list[Any]:
+    """Item agreement over the cells' samples, the widest smallest-caught change, the largest window difference
+    (None where no cell was re-evaluated with a band)."""
+    evals = [e for e in evals if e.band is not None]
+    if not evals:
+        return [None, None, None]
+    items, disagree = sum(e.items for e in evals), sum(e.disagreements for e in evals)
+    return [f"{1 - disagree / items:.2%} ({items})" if items else None,
+            f">= {max(e.detectable for e in evals):.1%}", max(e.largest_window_difference for e in evals)]
 
 
 def remeasure_lines(checks: Sequence[Any]) -> list[str]:
@@ -133,4 +147,10 @@ def remeasure_lines(checks: Sequence[Any]) -> list[str]:
                          f"{' (the other way here)' if f.flipped else ''}; band {f.band:.3g}")
         if c.band is not None and c.band.flagged and c.status != NOT_VERIFIED:
             lines.append(f"FLAGGED BAND  {c.grid}/{c.cell}: {c.band.flagged}")
+        e = c.evaluation
+        if e is not None and e.band is not None and e.band.flagged:
+            lines.append(f"FLAGGED EVALUATION BAND  {c.grid}/{c.cell}: {e.band.flagged}")
+        if e is not None and e.disagreements and e.disagreements <= e.allowed:
+            lines.append(f"ITEMS FLIPPED WITHIN THE BAND  {c.grid}/{c.cell}: {e.disagreements} of {e.items} sampled "
+                         f"items (allowed {e.allowed}); first: {e.examples[0]}")
     return lines

@@ -1,0 +1,304 @@
+"""Evaluation re-measurement: a cell's removed set evaluated again here on a seeded sample of its task
+items and perplexity windows, compared one by one with the recorded outcomes.
+
+Rule E1, written down on 2026-12-03 before its first run (it is the issue's "Evaluation" check):
+
+* **Sample.** An *item* is one document of one task; its outcomes are every metric recorded for it
+  (``acc``, and ``acc_norm`` where the task has it). Of a cell's ``N`` recorded items (all tasks pooled)
+  the sample holds :func:`sample_size` ``(N)`` items: the smallest ``n`` for which ``n`` items drawn without
+  replacement hold at least one of ``ceil(CHANGE * N)`` changed items with probability ``>= CATCH``
+  (hypergeometric). Per perplexity dataset, the same rule over its windows. The generator is seeded by
+  the seed, the model and the removed set (:func:`sample`), so the cells that removed one set share one
+  evaluation, done once.
+* **Items.** A sampled item *disagrees* when any of its recorded outcomes differs from here's. A cell
+  fails when its disagreements exceed ``floor(rate * n)``, ``rate`` being its item band; the output also
+  gives the smallest share of changed items this sample and allowance catch with probability ``CATCH``
+  (:func:`detectable_change`): 1% where the band allows no disagreement, more where rounding alone
+  flips items.
+* **Windows.** Each sampled window's mean NLL (nats per token) lies within the dataset's window band
+  of the recorded one, or the cell fails.
+* **Bands, cross-fitted.** Every removed set falls in one of two folds (:func:`fold`: a hash of the
+  model and the set; no seed, no selection). ``--measure-bands`` evaluates every removed set of the
+  model's selected cells and measures, per pair of numeric classes, model and fold, the item band
+  ``FACTOR`` times the largest disagreement rate among the fold's sets, and per dataset the window band
+  ``FACTOR`` times the largest ``|recorded - here|`` among the fold's windows. A cell is checked against
+  the *other* fold's bands: measured on evaluations it is no part of. Where the other fold has none, the
+  widest measured for the same precision pair stands in, flagged; where there is none, the evaluation is
+  NOT VERIFIED.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from depthprune.verify.bands import FACTOR, pair_key, precision_pair
+
+#: a change to this share of a cell's items is caught with probability CATCH (the issue's 1% and 95%)
+CHANGE = 0.01
+CATCH = 0.95
+#: the rule the evaluation bands are measured by (module docstring)
+RULE = "E1"
+VERIFIED = "verified"
+FAILED = "failed"
+NOT_VERIFIED = "not verified"
+
+
+def sample_size(population: int, change: float = CHANGE, catch: float = CATCH) -> int:
+    """The smallest ``n`` such that ``n`` of ``population`` drawn without replacement hold at least one of
+    ``ceil(change * population)`` changed ones with probability ``>= catch``."""
+    from scipy.stats import hypergeom
+
+    if population <= 0:
+        return 0
+    changed = max(1, math.ceil(change * population))
+    lo, hi = 1, population
+    while lo < hi:  # P(no changed one drawn) falls as n grows
+        mid = (lo + hi) // 2
+        if hypergeom.pmf(0, population, changed, mid) <= 1 - catch:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def detectable_change(population: int, n: int, allowed: int, catch: float = CATCH) -> float:
+    """The smallest share of ``population`` items whose change a sample of ``n`` catches (more than
+    ``allowed`` of them drawn) with probability ``>= catch``; 1.0 where none does."""
+    from scipy.stats import hypergeom
+
+    for changed in range(1, population + 1):
+        if hypergeom.sf(allowed, population, changed, n) >= catch:
+            return changed / population
+    return 1.0
+
+
+def fold(model: str, removed: Sequence[int]) -> int:
+    """The removed set's fold (0 or 1): fixed by the model and the set, so a band measured on one fold is
+    never measured on the cells it checks, whatever the seed or selection."""
+    return hashlib.sha256(f"{model}:{sorted(removed)}".encode()).digest()[0] % 2
+
+
+def item_counts(result: Mapping[str, Any]) -> dict[str, int]:
+    """Task -> number of recorded items (every metric of a task records the same items)."""
+    return {task: len(next(iter(metrics.values()))) for task, metrics in sorted(result["item_outcomes"].items())
+            if metrics}
+
+
+def sample(result: Mapping[str, Any], seed: int = 0) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """The seeded item sample (task -> sorted item indices) and window sample (dataset -> sorted window
+    indices) of a cell's removed set (rule E1)."""
+    key = f"{seed}:{result['model']}:{sorted(result['removed'])}"
+    counts = item_counts(result)
+    pooled = [(task, i) for task, n in counts.items() for i in range(n)]
+    drawn = random.Random(f"items:{key}").sample(pooled, sample_size(len(pooled)))
+    items = {task: sorted(i for t, i in drawn if t == task) for task in counts}
+    windows = {}
+    for name, nll in sorted((result.get("window_nll") or {}).items()):
+        windows[name] = sorted(random.Random(f"windows:{key}:{name}").sample(range(len(nll)), sample_size(len(nll))))
+    return {t: i for t, i in items.items() if i}, windows
+
+
+@dataclass
+class Measured:
+    """One removed set's sampled items and windows, evaluated here."""
+
+    items: dict[str, dict[str, dict[int, int]]]  # task -> metric -> item index -> 0/1
+    windows: dict[str, dict[int, float]]  # dataset -> window index -> mean NLL (nats per token)
+    seconds: float = 0.0
+
+
+def eval_config(result: Mapping[str, Any]):
+    """The :class:`depthprune.evaluate.EvalConfig` the cell was evaluated with (from its protocol)."""
+    from depthprune.evaluate import EvalConfig
+
+    cfg = dict(result["evaluation_protocol"]["config"])
+    return EvalConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items()})
+
+
+def measure_here(session: Any, result: Mapping[str, Any], items: Mapping[str, list[int]],
+                 windows: Mapping[str, list[int]]) -> Measured:
+    """Evaluate ``result``'s removed set on ``session``'s model: the sampled items through lm-eval
+    (``samples=``, the recorded protocol otherwise) and the sampled windows."""
+    from depthprune.evaluate import _ppl_windows, lm_eval_model, lm_eval_tasks, run_lm_eval, windows_perplexity
+    from depthprune.masking import skip_layers
+
+    cfg = eval_config(result)
+    removed = list(result["removed"])
+    dense_blocks = min(removed) if removed else session.n_layers
+    start = time.perf_counter()
+    measured = Measured({}, {})
+    with skip_layers(session.model, removed):
+        for name, idx in windows.items():
+            all_windows, _ = _ppl_windows(name, session.profile, session.tokenizer, cfg.seq_len, cfg.c4_windows)
+            nll: list[float] = []
+            windows_perplexity(session.model, all_windows[idx], cfg.batch_size, dense_blocks=dense_blocks,
+                               window_nll=nll)
+            measured.windows[name] = dict(zip(idx, nll))
+        lm_names = {task: lm_name for lm_name, task in lm_eval_tasks(session.profile, cfg).items()}
+        missing = sorted(set(items) - set(lm_names))
+        if missing:
+            raise ValueError(f"{result['cell']}: recorded items of tasks {missing} that this profile's evaluation "
+                             f"does not run ({', '.join(lm_names)})")
+        if items:
+            lm = lm_eval_model(session.model, session.tokenizer, cfg, dense_blocks)
+            out = run_lm_eval(lm, session.profile, cfg, samples={lm_names[t]: list(i) for t, i in items.items()})
+            for task, idx in items.items():
+                logged = (out.get("samples") or {}).get(lm_names[task], [])
+                got: dict[str, dict[int, int]] = {}
+                for s in logged:
+                    for metric in result["item_outcomes"][task]:
+                        if s.get(metric) in (0, 1):
+                            got.setdefault(metric, {})[int(s["doc_id"])] = int(s[metric])
+                measured.items[task] = got
+    measured.seconds = time.perf_counter() - start
+    return measured
+
+
+# -- bands --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvalBand:
+    """The evaluation band a cell is checked against: the allowed rate of item disagreements and each
+    dataset's window band (nats), measured on ``fold``'s removed sets."""
+
+    pair: str
+    model: str
+    fold: int
+    rate: float
+    windows: dict[str, float]
+    measured_for: str
+    flagged: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def differences(result: Mapping[str, Any], measured: Measured) -> tuple[float, dict[str, float], int, int]:
+    """(the share of sampled items that disagree, dataset -> largest window ``|recorded - here|``,
+    items compared, disagreements)."""
+    compared, disagree = 0, 0
+    for task, metrics in measured.items.items():
+        docs = set().union(*(set(m) for m in metrics.values())) if metrics else set()
+        for doc in docs:
+            compared += 1
+            disagree += any(int(result["item_outcomes"][task][m][doc]) != metrics[m][doc]
+                            for m in metrics if doc in metrics[m])
+    widest = {name: max((abs(result["window_nll"][name][i] - v) for i, v in got.items()), default=0.0)
+              for name, got in measured.windows.items()}
+    return (disagree / compared if compared else 0.0), widest, compared, disagree
+
+
+def measure_rows(rows: Sequence[tuple[str, str, int, float, dict[str, float]]]) -> list[dict[str, Any]]:
+    """Band rows from measurements (pair, model, fold, disagreement rate, dataset -> largest window
+    difference), one per (pair, model, fold): ``FACTOR`` times the largest of each."""
+    out: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for pair, model, f, rate, windows in rows:
+        row = out.setdefault((pair, model, f), {"pair": pair, "model": model, "fold": f, "largest_rate": 0.0,
+                                                "largest_window_difference": {}, "sets": 0})
+        row["largest_rate"] = max(row["largest_rate"], rate)
+        row["sets"] += 1
+        for name, diff in windows.items():
+            row["largest_window_difference"][name] = max(row["largest_window_difference"].get(name, 0.0), diff)
+    for row in out.values():
+        row["rate"] = FACTOR * row["largest_rate"]
+        row["windows"] = {k: FACTOR * v for k, v in sorted(row["largest_window_difference"].items())}
+        row["factor"] = FACTOR
+    return sorted(out.values(), key=lambda r: (r["pair"], r["model"], r["fold"]))
+
+
+def lookup(table: Mapping[str, Any], recorded: str, here: str, model: str, removed: Sequence[int]) -> EvalBand | None:
+    """The band a cell that removed ``removed`` is checked against: the other fold's (module docstring)."""
+    key, other = pair_key(recorded, here), 1 - fold(model, removed)
+    rows = table.get("evaluation", [])
+
+    def band(row: Mapping[str, Any], flagged: str | None = None) -> EvalBand:
+        return EvalBand(key, model, row["fold"], row["rate"], dict(row["windows"]),
+                        f"{row['pair']} | {row['model']} | fold {row['fold']}", flagged)
+
+    for row in rows:
+        if row["pair"] == key and row["model"] == model and row["fold"] == other:
+            return band(row)
+    same = [r for r in rows if precision_pair(r["pair"]) == precision_pair(key)]
+    if not same:
+        return None
+    widest = max(same, key=lambda r: (r["rate"], max(r["windows"].values(), default=0.0)))
+    return band(widest, f"no evaluation band measured for {key}, {model}, fold {other}: the widest measured for "
+                        f"{precision_pair(key)} stands in")
+
+
+# -- the check ----------------------------------------------------------------------------------
+
+
+@dataclass
+class EvalCheck:
+    """What re-evaluating one cell's removed set showed."""
+
+    status: str = VERIFIED
+    band: EvalBand | None = None
+    items: int = 0  # sampled items compared
+    population: int = 0
+    disagreements: int = 0
+    allowed: int = 0
+    detectable: float = 1.0  # the smallest share of changed items caught with probability CATCH
+    windows: int = 0
+    largest_window_difference: float = 0.0
+    disagreement: str | None = None
+    examples: list[str] = field(default_factory=list)  # the first few disagreeing items
+
+    @property
+    def agreement(self) -> float:
+        return 1 - self.disagreements / self.items if self.items else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status.upper(), "band": self.band.to_dict() if self.band else None,
+                "items": self.items, "population": self.population, "disagreements": self.disagreements,
+                "allowed": self.allowed, "agreement": self.agreement, "detectable_change": self.detectable,
+                "windows": self.windows, "largest_window_difference": self.largest_window_difference,
+                "disagreement": self.disagreement, "examples": self.examples}
+
+
+def check_evaluation(result: Mapping[str, Any], measured: Measured, band: EvalBand | None) -> EvalCheck:
+    """Rule E1's checks of ``result``'s recorded outcomes against ``measured`` (this machine's)."""
+    check = EvalCheck(band=band, population=sum(item_counts(result).values()))
+    if band is None:
+        check.status = NOT_VERIFIED
+        check.disagreement = "no evaluation band measured for this precision pair: cannot tell rounding from a change"
+        return check
+    _, widest, check.items, check.disagreements = differences(result, measured)
+    check.allowed = math.floor(band.rate * check.items + 1e-9)
+    check.detectable = detectable_change(check.population, check.items, check.allowed)
+    for task, metrics in sorted(measured.items.items()):
+        for metric, got in sorted(metrics.items()):
+            for doc, here in sorted(got.items()):
+                recorded = int(result["item_outcomes"][task][metric][doc])
+                if recorded != here and len(check.examples) < 5:
+                    check.examples.append(f"{task} item {doc} {metric}: recorded {recorded}, here {here}")
+    if check.disagreements > check.allowed:
+        check.status = FAILED
+        check.disagreement = (f"{check.disagreements} of {check.items} sampled items disagree with the recorded "
+                              f"outcomes, more than the {check.allowed} the item band allows (rate {band.rate:.3g}, "
+                              f"{band.measured_for}); first: {check.examples[0]}")
+    for name, got in sorted(measured.windows.items()):
+        check.windows += len(got)
+        check.largest_window_difference = max(check.largest_window_difference, widest.get(name, 0.0))
+        nats = band.windows.get(name)
+        for i, here in sorted(got.items()):
+            diff = abs(result["window_nll"][name][i] - here)
+            if check.disagreement is not None:
+                break
+            if nats is None:
+                check.status = NOT_VERIFIED
+                check.disagreement = f"no window band measured for {name} ({band.measured_for})"
+            elif diff > nats:
+                check.status = FAILED
+                check.disagreement = (f"{name} window {i}: recorded mean NLL {result['window_nll'][name][i]:.6g}, "
+                                      f"here {here:.6g}, |difference| {diff:.3g} > window band {nats:.3g} "
+                                      f"({band.measured_for})")
+    return check
