@@ -112,6 +112,12 @@ def _verify_cells(metafunc) -> None:
     except SelectionError as err:
         raise pytest.UsageError(str(err)) from None
     models, objectives = config.getoption("--model"), config.getoption("--objective")
+    for option, wanted, field in (("--model", models, "model"), ("--objective", objectives, "objective")):
+        allowed = sorted({r[field] for r in cells})
+        unknown = [w for w in wanted or () if w not in allowed]
+        if unknown:  # a typo would otherwise select no cell and pass
+            raise pytest.UsageError(f"{option} {unknown[0]}: no archived cell of the selected grids has it; "
+                                    f"allowed: {', '.join(allowed)}")
     cells = [r for r in cells if (not models or r["model"] in models) and (not objectives or r["objective"] in objectives)]
     metafunc.parametrize("verify_cell", [pytest.param(r, id=f"{r['grid']}-{r['cell']}") for r in cells])
 

@@ -122,3 +122,15 @@ def test_cli_bad_selection_exits_2_before_replaying(archived, tmp_path, capsys, 
     assert main(["verify", "--results", str(out), *args, "--json", str(report)]) == 2
     assert message in capsys.readouterr().err
     assert not report.exists()
+
+
+def test_bench_verify_refuses_a_model_no_archived_cell_has():
+    """``pytest bench --verify --model <typo>`` would select no cell and pass: a usage error instead."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "bench" / "test_verify.py"), "--verify",
+                           "--grid", "tiny", "--model", "tiny-llama", "--collect-only", "-q", "-n", "0"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr  # collection interrupted: no test ran
+    assert "--model tiny-llama: no archived cell of the selected grids has it; allowed: tiny-llama3," in done.stdout
