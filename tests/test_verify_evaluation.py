@@ -105,6 +105,8 @@ def test_bands_are_cross_fitted_and_measured_once_per_measurement(cell):
     again = bands.measure([(PAIR, "ppl", "tiny-qwen3", 1, 1e-4)], {"command": "again"}, table, [])
     assert set(again["measurements"]) == {"m1", "m2"}
     assert {r["measured_by"] for r in again["bands"]} == {"m1", "m2"}
+    next_model = bands.measure([(PAIR, "ppl", "tiny-llama3.1", 1, 1e-4)], {"command": "again"}, again, [])
+    assert set(next_model["measurements"]) == {"m1", "m2"}  # the same run's next model: kept once
 
 
 def test_the_evaluation_decides_the_cells_status(cell):

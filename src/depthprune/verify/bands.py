@@ -138,7 +138,8 @@ def measure(differences: Iterable[tuple[str, str, str, int, float]], provenance:
 
     old = table or {}
     measurements = dict(old.get("measurements", {}))
-    name = f"m{1 + max((int(k[1:]) for k in measurements if k[1:].isdigit()), default=0)}"
+    same = [k for k, v in measurements.items() if v == dict(provenance)]  # one run measures model by model
+    name = same[0] if same else f"m{1 + max((int(k[1:]) for k in measurements if k[1:].isdigit()), default=0)}"
     measurements[name] = dict(provenance)
     largest: dict[tuple[str, str, str, int], tuple[float, int]] = {}
     for pair, objective, model, size, diff in differences:

@@ -150,7 +150,5 @@ def remeasure_lines(checks: Sequence[Any]) -> list[str]:
         e = c.evaluation
         if e is not None and e.band is not None and e.band.flagged:
             lines.append(f"FLAGGED EVALUATION BAND  {c.grid}/{c.cell}: {e.band.flagged}")
-        if e is not None and e.disagreements and e.disagreements <= e.allowed:
-            lines.append(f"ITEMS FLIPPED WITHIN THE BAND  {c.grid}/{c.cell}: {e.disagreements} of {e.items} sampled "
-                         f"items (allowed {e.allowed}); first: {e.examples[0]}")
+
     return lines
