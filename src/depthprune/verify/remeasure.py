@@ -266,7 +266,6 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
             prepared = {}
             model_differences = []
             for key, cells in sorted(conditions.items()):
-                mine = [r for r in cells if r["identity"]["weights"] == session.weights]
                 replays = [replay(r) for r in cells]
                 pool = everyone[key]
                 held = held_out(pool, [replay(r) for r in pool], seed)
@@ -275,8 +274,10 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
                     scorer = calib.scorer.fork(known={frozenset([i]): p for i, p in enumerate(calib.prior)})
                     measured = {frozenset(): calib.dense_loss, **{frozenset([i]): p for i, p in enumerate(calib.prior)}}
                     measured.update(zip(held, scorer.many(held)))
-                    if mine:
-                        model_differences += band_differences(mine, measured, here_class)
+                    # recorded losses of the measuring sets: from every cell of the condition they were drawn from
+                    recorded_here = [r for r in pool if r["identity"]["weights"] == session.weights]
+                    if recorded_here:
+                        model_differences += band_differences(recorded_here, measured, here_class)
                 else:  # the dense pass only: no prior, no measuring set is scored
                     objective = make_objective(key[1], session.profile, **json.loads(key[2]))
                     batches = objective.prepare(session.tokenizer, session.profile, session.batch_size)
