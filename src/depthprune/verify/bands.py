@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,8 @@ FACTOR = 2.0
 HELD_OUT = 8
 #: the rule the table's bands were measured by (module docstring)
 RULE = 2
+#: the rule of the table's evaluation bands (:mod:`depthprune.verify.evaluation`)
+EVAL_RULE = "E1"
 
 
 def numeric_class(environment: Mapping[str, Any]) -> str:
@@ -92,8 +94,6 @@ def load_table(path: str | Path = BANDS_FILE) -> dict[str, Any]:
     table = json.loads(path.read_text())
     if table.get("rule") != RULE:  # a table of another rule is not this rule's measurement
         return {"rule": RULE, "bands": []}
-    from depthprune.verify.evaluation import RULE as EVAL_RULE
-
     if table.get("evaluation_rule") != EVAL_RULE:  # evaluation bands of another rule are not this rule's
         table = {**table, "evaluation": []}
     return table
@@ -131,11 +131,8 @@ def measure(differences: Iterable[tuple[str, str, str, int, float]], provenance:
             evaluation: Iterable[tuple[str, str, int, float, dict[str, float]]] = ()) -> dict[str, Any]:
     """A new table: ``table`` with a band per (pair, objective, model, size) of ``differences`` (pair,
     objective, model, set size, ``|recorded - here|`` in nats) replaced by ``FACTOR`` times the largest,
-    and the evaluation bands of ``evaluation`` (:func:`depthprune.verify.evaluation.measure_rows`) replaced
+    and the evaluation bands of ``evaluation`` (:func:`depthprune.verify.bands.measure_rows`) replaced
     per (pair, model, fold). Each row names its measurement; ``provenance`` is kept once under that name."""
-    from depthprune.verify.evaluation import RULE as EVAL_RULE
-    from depthprune.verify.evaluation import measure_rows
-
     old = table or {}
     measurements = dict(old.get("measurements", {}))
     same = [k for k, v in measurements.items() if v == dict(provenance)]  # one run measures model by model
@@ -163,3 +160,21 @@ def measure(differences: Iterable[tuple[str, str, str, int, float]], provenance:
                      "pair, model and fold; written by depthprune verify --measure-bands, never by hand",
             "rule": RULE, "evaluation_rule": EVAL_RULE, "bands": rows, "evaluation": eval_rows,
             "measurements": {k: v for k, v in sorted(measurements.items()) if k in used}}
+
+
+def measure_rows(rows: Sequence[tuple[str, str, int, float, dict[str, float]]]) -> list[dict[str, Any]]:
+    """Band rows from measurements (pair, model, fold, disagreement rate, dataset -> largest window
+    difference), one per (pair, model, fold): ``FACTOR`` times the largest of each."""
+    out: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for pair, model, f, rate, windows in rows:
+        row = out.setdefault((pair, model, f), {"pair": pair, "model": model, "fold": f, "largest_rate": 0.0,
+                                                "largest_window_difference": {}, "sets": 0})
+        row["largest_rate"] = max(row["largest_rate"], rate)
+        row["sets"] += 1
+        for name, diff in windows.items():
+            row["largest_window_difference"][name] = max(row["largest_window_difference"].get(name, 0.0), diff)
+    for row in out.values():
+        row["rate"] = FACTOR * row["largest_rate"]
+        row["windows"] = {k: FACTOR * v for k, v in sorted(row["largest_window_difference"].items())}
+        row["factor"] = FACTOR
+    return sorted(out.values(), key=lambda r: (r["pair"], r["model"], r["fold"]))

@@ -37,13 +37,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from depthprune.verify.bands import FACTOR, pair_key, precision_pair
+from depthprune.verify.bands import EVAL_RULE, pair_key, precision_pair
 
 #: a change to this share of a cell's items is caught with probability CATCH (the issue's 1% and 95%)
 CHANGE = 0.01
 CATCH = 0.95
-#: the rule the evaluation bands are measured by (module docstring)
-RULE = "E1"
+#: the rule the evaluation bands are measured by (module docstring; kept with the table in bands)
+RULE = EVAL_RULE
 VERIFIED = "verified"
 FAILED = "failed"
 NOT_VERIFIED = "not verified"
@@ -193,24 +193,6 @@ def differences(result: Mapping[str, Any], measured: Measured) -> tuple[float, d
     widest = {name: max((abs(result["window_nll"][name][i] - v) for i, v in got.items()), default=0.0)
               for name, got in measured.windows.items()}
     return (disagree / compared if compared else 0.0), widest, compared, disagree
-
-
-def measure_rows(rows: Sequence[tuple[str, str, int, float, dict[str, float]]]) -> list[dict[str, Any]]:
-    """Band rows from measurements (pair, model, fold, disagreement rate, dataset -> largest window
-    difference), one per (pair, model, fold): ``FACTOR`` times the largest of each."""
-    out: dict[tuple[str, str, int], dict[str, Any]] = {}
-    for pair, model, f, rate, windows in rows:
-        row = out.setdefault((pair, model, f), {"pair": pair, "model": model, "fold": f, "largest_rate": 0.0,
-                                                "largest_window_difference": {}, "sets": 0})
-        row["largest_rate"] = max(row["largest_rate"], rate)
-        row["sets"] += 1
-        for name, diff in windows.items():
-            row["largest_window_difference"][name] = max(row["largest_window_difference"].get(name, 0.0), diff)
-    for row in out.values():
-        row["rate"] = FACTOR * row["largest_rate"]
-        row["windows"] = {k: FACTOR * v for k, v in sorted(row["largest_window_difference"].items())}
-        row["factor"] = FACTOR
-    return sorted(out.values(), key=lambda r: (r["pair"], r["model"], r["fold"]))
 
 
 def lookup(table: Mapping[str, Any], recorded: str, here: str, model: str, removed: Sequence[int]) -> EvalBand | None:
