@@ -73,11 +73,16 @@ def _selection(config, grids, option: str, field: str) -> set[str] | None:
     wanted = config.getoption(option)
     if not wanted:
         return None
-    allowed = sorted({getattr(cell, field) for g in grids for cell in g.cells()})
-    unknown = [w for w in wanted if w not in allowed]
-    if unknown:
-        raise pytest.UsageError(f"{option} {unknown[0]}: not in the selected grids; allowed: {', '.join(allowed)}")
+    _refuse_unknown(option, wanted, {getattr(cell, field) for g in grids for cell in g.cells()},
+                    "not in the selected grids")
     return set(wanted)
+
+
+def _refuse_unknown(option: str, wanted, allowed, why: str) -> None:
+    """A usage error for the first of ``wanted`` not in ``allowed``: a typo would otherwise select nothing and pass."""
+    unknown = [w for w in wanted or () if w not in allowed]
+    if unknown:
+        raise pytest.UsageError(f"{option} {unknown[0]}: {why}; allowed: {', '.join(sorted(allowed))}")
 
 
 def _rehearsal_cells(metafunc) -> None:
@@ -113,11 +118,7 @@ def _verify_cells(metafunc) -> None:
         raise pytest.UsageError(str(err)) from None
     models, objectives = config.getoption("--model"), config.getoption("--objective")
     for option, wanted, field in (("--model", models, "model"), ("--objective", objectives, "objective")):
-        allowed = sorted({r[field] for r in cells})
-        unknown = [w for w in wanted or () if w not in allowed]
-        if unknown:  # a typo would otherwise select no cell and pass
-            raise pytest.UsageError(f"{option} {unknown[0]}: no archived cell of the selected grids has it; "
-                                    f"allowed: {', '.join(allowed)}")
+        _refuse_unknown(option, wanted, {r[field] for r in cells}, "no archived cell of the selected grids has it")
     cells = [r for r in cells if (not models or r["model"] in models) and (not objectives or r["objective"] in objectives)]
     metafunc.parametrize("verify_cell", [pytest.param(r, id=f"{r['grid']}-{r['cell']}") for r in cells])
 

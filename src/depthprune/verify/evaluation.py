@@ -113,14 +113,6 @@ class Measured:
     seconds: float = 0.0
 
 
-def eval_config(result: Mapping[str, Any]):
-    """The :class:`depthprune.evaluate.EvalConfig` the cell was evaluated with (from its protocol)."""
-    from depthprune.evaluate import EvalConfig
-
-    cfg = dict(result["evaluation_protocol"]["config"])
-    return EvalConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items()})
-
-
 def measure_here(session: Any, result: Mapping[str, Any], items: Mapping[str, list[int]],
                  windows: Mapping[str, list[int]]) -> Measured:
     """Evaluate ``result``'s removed set on ``session``'s model: the sampled items through lm-eval
@@ -128,7 +120,7 @@ def measure_here(session: Any, result: Mapping[str, Any], items: Mapping[str, li
     from depthprune.evaluate import _ppl_windows, lm_eval_model, lm_eval_tasks, run_lm_eval, windows_perplexity
     from depthprune.masking import skip_layers
 
-    cfg = eval_config(result)
+    cfg = session.profile.eval_config(**result["evaluation_protocol"]["config"])  # as recorded, checked
     removed = list(result["removed"])
     dense_blocks = min(removed) if removed else session.n_layers
     start = time.perf_counter()
@@ -180,19 +172,35 @@ class EvalBand:
         return asdict(self)
 
 
-def differences(result: Mapping[str, Any], measured: Measured) -> tuple[float, dict[str, float], int, int]:
-    """(the share of sampled items that disagree, dataset -> largest window ``|recorded - here|``,
-    items compared, disagreements)."""
-    compared, disagree = 0, 0
-    for task, metrics in measured.items.items():
-        docs = set().union(*(set(m) for m in metrics.values())) if metrics else set()
-        for doc in docs:
-            compared += 1
-            disagree += any(int(result["item_outcomes"][task][m][doc]) != metrics[m][doc]
-                            for m in metrics if doc in metrics[m])
-    widest = {name: max((abs(result["window_nll"][name][i] - v) for i, v in got.items()), default=0.0)
-              for name, got in measured.windows.items()}
-    return (disagree / compared if compared else 0.0), widest, compared, disagree
+@dataclass
+class Comparison:
+    """Recorded outcomes against ``measured``'s: items compared, those that disagree (any recorded metric),
+    the first few disagreeing outcomes, and each dataset's largest window ``|recorded - here|``."""
+
+    items: int
+    disagreements: int
+    examples: list[str]
+    widest: dict[str, float]
+
+    @property
+    def rate(self) -> float:
+        return self.disagreements / self.items if self.items else 0.0
+
+
+def compare(result: Mapping[str, Any], measured: Measured) -> Comparison:
+    """One pass over ``measured``'s items and windows against ``result``'s recorded ones."""
+    out = Comparison(0, 0, [], {})
+    for task, metrics in sorted(measured.items.items()):
+        for doc in sorted(set().union(*(set(m) for m in metrics.values()))):
+            out.items += 1
+            flipped = [(m, got[doc]) for m, got in sorted(metrics.items())
+                       if doc in got and int(result["item_outcomes"][task][m][doc]) != got[doc]]
+            out.disagreements += bool(flipped)
+            out.examples += [f"{task} item {doc} {m}: recorded {1 - here}, here {here}" for m, here in flipped]
+    del out.examples[5:]
+    out.widest = {name: max((abs(result["window_nll"][name][i] - v) for i, v in got.items()), default=0.0)
+                  for name, got in measured.windows.items()}
+    return out
 
 
 def lookup(table: Mapping[str, Any], recorded: str, here: str, model: str, removed: Sequence[int]) -> EvalBand | None:
@@ -253,15 +261,10 @@ def check_evaluation(result: Mapping[str, Any], measured: Measured, band: EvalBa
         check.status = NOT_VERIFIED
         check.disagreement = "no evaluation band measured for this precision pair: cannot tell rounding from a change"
         return check
-    _, widest, check.items, check.disagreements = differences(result, measured)
+    seen = compare(result, measured)
+    check.items, check.disagreements, check.examples = seen.items, seen.disagreements, seen.examples
     check.allowed = math.floor(band.rate * check.items + 1e-9)
     check.detectable = detectable_change(check.population, check.items, check.allowed)
-    for task, metrics in sorted(measured.items.items()):
-        for metric, got in sorted(metrics.items()):
-            for doc, here in sorted(got.items()):
-                recorded = int(result["item_outcomes"][task][metric][doc])
-                if recorded != here and len(check.examples) < 5:
-                    check.examples.append(f"{task} item {doc} {metric}: recorded {recorded}, here {here}")
     if check.disagreements > check.allowed:
         check.status = FAILED
         check.disagreement = (f"{check.disagreements} of {check.items} sampled items disagree with the recorded "
@@ -269,7 +272,7 @@ def check_evaluation(result: Mapping[str, Any], measured: Measured, band: EvalBa
                               f"{band.measured_for}); first: {check.examples[0]}")
     for name, got in sorted(measured.windows.items()):
         check.windows += len(got)
-        check.largest_window_difference = max(check.largest_window_difference, widest.get(name, 0.0))
+        check.largest_window_difference = max(check.largest_window_difference, seen.widest.get(name, 0.0))
         nats = band.windows.get(name)
         for i, here in sorted(got.items()):
             diff = abs(result["window_nll"][name][i] - here)

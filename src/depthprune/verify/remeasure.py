@@ -250,12 +250,9 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
     by_model: dict[str, dict[tuple[str, str, str], list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
         by_model[r["model"]][_condition(r)].append(r)
-    everyone: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
-    for r in population if population is not None else results:
-        everyone[_condition(r)].append(r)
-    for r in results:  # a selected cell is always in its condition's population
-        if (r["grid"], r["cell"]) not in {(p["grid"], p["cell"]) for p in everyone[_condition(r)]}:
-            everyone[_condition(r)].append(r)
+    everyone: dict[tuple[str, str, str], dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
+    for r in [*results, *(population or ())]:  # the selected cells, then the rest of their population
+        everyone[_condition(r)].setdefault((r["grid"], r["cell"]), r)
     checks: list[CellCheck] = []
     differences: list[tuple[str, str, str, int, float]] = []
     bar = tqdm(total=len(results), desc="verify", unit="cell", disable=not progress, leave=False)
@@ -266,9 +263,10 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
             prepared = {}
             model_differences = []
             for key, cells in sorted(conditions.items()):
-                replays = [replay(r) for r in cells]
-                pool = everyone[key]
-                held = held_out(pool, [replay(r) for r in pool], seed)
+                pool = list(everyone[key].values())
+                pool_replays = {(r["grid"], r["cell"]): replay(r) for r in pool}  # each cell replayed once
+                replays = [pool_replays[r["grid"], r["cell"]] for r in cells]
+                held = held_out(pool, list(pool_replays.values()), seed)
                 if measure_bands is not None:  # the measuring sets: dense, singles (the prior), held-out
                     calib = session.calibrate(key[1], **json.loads(key[2]))
                     scorer = calib.scorer.fork(known={frozenset([i]): p for i, p in enumerate(calib.prior)})
@@ -305,8 +303,8 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
                     if (pair, str(sorted(r["removed"]))) in seen:
                         continue
                     seen.add((pair, str(sorted(r["removed"]))))
-                    rate, windows, _, _ = ev.differences(r, measured_for(r))
-                    eval_rows.append((pair, model, ev.fold(model, r["removed"]), rate, windows))
+                    seen_here = ev.compare(r, measured_for(r))
+                    eval_rows.append((pair, model, ev.fold(model, r["removed"]), seen_here.rate, seen_here.widest))
                 table = measure_bands(model_differences, eval_rows)
             for key, cells in sorted(conditions.items()):
                 scorer, replays, held = prepared[key]

@@ -150,5 +150,4 @@ def remeasure_lines(checks: Sequence[Any]) -> list[str]:
         e = c.evaluation
         if e is not None and e.band is not None and e.band.flagged:
             lines.append(f"FLAGGED EVALUATION BAND  {c.grid}/{c.cell}: {e.band.flagged}")
-
     return lines
