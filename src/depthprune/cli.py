@@ -462,6 +462,27 @@ def cmd_durations(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_time_split(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from depthprune.grid.results import iter_dense, iter_results
+    from depthprune.grid.time_split import per_phase, per_searcher, repeats
+
+    if not Path(args.results).is_dir():
+        raise UsageError(f"--results {args.results}: not a directory")
+    rows = [r for r in iter_results([args.results]) if r.get("grid") == args.grid]
+    if not rows:
+        raise UsageError(f"--grid {args.grid}: no finished result of that grid under {args.results}")
+    dense = [d for d in iter_dense([args.results]) if d.get("grid") == args.grid]
+    cache = Path(args.results) / "eval-cache"
+    print(f"{len(rows)} cells of grid {args.grid} in {args.results}\n")
+    print(tabulate(per_phase(rows, dense, cache if cache.is_dir() else None, args.wall, args.workers),
+                   headers="keys", tablefmt="github"), end="\n\n")
+    print(tabulate(per_searcher(rows), headers="keys", tablefmt="github"), end="\n\n")
+    print(tabulate(repeats(rows), headers="keys", tablefmt="github"))
+    return 0
+
+
 def _load_grid(cases: str, name: str):
     """The named grid of ``cases`` or a UsageError naming the flag and what is allowed."""
     from depthprune.grid.cases import CaseFileError, load_grids
@@ -720,6 +741,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", action="append", required=True, metavar="DIR", help="a results directory (repeatable)")
     p.add_argument("--out", default=None, help="where to write (default: cases/durations/<grid>.json)")
     p.set_defaults(func=cmd_durations)
+
+    p = sub.add_parser("time-split", help="where a grid run's time went (per phase, per searcher) and its repeated work")
+    p.add_argument("--grid", required=True, help="grid name (a case file's [grid] name, e.g. tiny)")
+    p.add_argument("--results", required=True, metavar="DIR", help="the run's results directory")
+    p.add_argument("--wall", type=float, default=None, metavar="SECONDS",
+                   help="the run's wall time (e.g. pytest's), to show the rest as 'other'")
+    p.add_argument("--workers", type=_positive(1), default=1, help="processes the run had (default 1)")
+    p.set_defaults(func=cmd_time_split)
 
     from depthprune.plan import GPUS
 
