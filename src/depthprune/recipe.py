@@ -25,7 +25,15 @@ greedy scored. Losses do not depend on where they were computed (a set's loss is
 forward pass either way), so removed sets and losses are unchanged, and the counts are
 unchanged because they are replayed from the searcher's own requests. Seconds as if alone
 add to the measured search time what the re-used sets took where they were computed
-(``shared_seconds``, an estimate: that run's prefix cache may have differed).
+(``shared_seconds``, an estimate: that run's prefix cache may have differed). cbo's gate-gradient
+energy, the same for every budget of a condition, is shared the same way.
+
+One store per condition on disk. A session given a ``store_path`` (grid runs: the results
+directory's ``score-store.sqlite``) keeps the memo, the prior and the energy in a
+:class:`~depthprune.score_store.ScoreStore` as they are computed and starts from what it holds, so
+other xdist workers, later runs and a run resumed after a crash do not compute them again. The
+store's key holds everything a loss depends on (:func:`condition`), so a loss from older code,
+other kernels or another dtype never matches. ``depthprune verify`` never opens one.
 """
 
 from __future__ import annotations
@@ -48,7 +56,8 @@ from depthprune.models import (STAND_IN_MARKER, ModelSpec, is_stand_in, load_mod
 from depthprune.objectives import Objective, make_objective
 from depthprune.profiles import Profile, get_profile
 from depthprune.result import SCHEMA, Identity, fingerprint, to_json
-from depthprune.scoring import Scorer, replay_cost
+from depthprune.score_store import ScoreStore, condition_key
+from depthprune.scoring import ENERGY, Scorer, replay_cost
 from depthprune.search import SearchResult, get_searcher
 from depthprune.weights import fingerprint as weights_fingerprint
 
@@ -74,6 +83,9 @@ class Session:
     stand_in: bool  # a rehearsal stand-in under a real id: never a real result
     batch_size: int
     load_seconds: float
+    #: the score store this session's calibrations read and write (:mod:`depthprune.score_store`);
+    #: None (the default, and always for ``depthprune verify``, which must measure afresh): no store
+    store_path: Path | None = None
     _calibrations: dict[tuple, Calibration] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -137,6 +149,11 @@ class Calibration:
     prior_seconds: float
     #: loss and wall seconds of every set any search of this condition computed (module docstring)
     memo: dict[frozenset[int], tuple[float, float]] = field(default_factory=dict, repr=False)
+    #: the prior's seconds in this process (``prior_seconds`` counts singles the store held as they took there)
+    prior_seconds_here: float = 0.0
+    #: the gate-gradient energy (cbo's quadratic model) and the seconds it took, once computed or stored
+    energy: tuple[tuple[list[float], list[list[float]]], float] | None = field(default=None, repr=False)
+    store: ScoreStore | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, session: Session, objective: Objective) -> Calibration:
@@ -144,9 +161,28 @@ class Calibration:
         batches = objective.prepare(session.tokenizer, session.profile, session.batch_size)
         scorer = Scorer(session.model, batches, objective)
         dense_seconds = time.perf_counter() - start
+        store = None
+        if session.store_path is not None:
+            description = condition(session, objective)
+            store = ScoreStore(session.store_path, condition_key(description), description)
+        memo = store.losses() if store is not None else {}
         start = time.perf_counter()
-        prior = [scorer(frozenset([i])) for i in range(scorer.n_layers)]
-        return cls(session, objective, scorer, prior, dense_seconds, time.perf_counter() - start)
+        prior, prior_seconds = [], 0.0
+        for i in range(scorer.n_layers):
+            single = frozenset([i])
+            if single not in memo:
+                began = time.perf_counter()
+                loss = scorer(single)
+                memo[single] = (loss, time.perf_counter() - began)
+                if store is not None:
+                    store.put(single, *memo[single])
+            prior.append(memo[single][0])
+            prior_seconds += memo[single][1]
+        calibration = cls(session, objective, scorer, prior, dense_seconds, prior_seconds, memo,
+                          time.perf_counter() - start, None, store)
+        if store is not None:
+            calibration._refresh()
+        return calibration
 
     @property
     def name(self) -> str:
@@ -165,12 +201,15 @@ class Calibration:
         (results and counts are the same either way; only this process's work shrinks).
         """
         instance = get_searcher(searcher, progress=progress, **(params or {}))
+        if self.store is not None and share_memo:
+            self._refresh()
         # Singles never come from the shared memo: with the prior they are the prior (charged as
         # such), without it the searcher pays for every single it asks for.
         shared = {s: loss for s, (loss, _) in self.memo.items() if len(s) != 1} if share_memo else {}
         prior_singles = {frozenset([i]): loss for i, loss in enumerate(self.prior)} if use_prior else {}
         known = {**shared, **prior_singles}
-        fork = self.scorer.fork(known=known)
+        fork = self.scorer.fork(known=known, energy=self.energy[0] if share_memo and self.energy else None,
+                                sink=self._store_set if self.store is not None else None)
         torch.manual_seed(seed)
         result = instance.search(n_layers=fork.n_layers, budget=budget, score=fork, seed=seed,
                                  protected=frozenset(protected), prior=self.prior if use_prior else None)
@@ -181,9 +220,17 @@ class Calibration:
                              final_norm=fork.final_norm is not None, prefix_cache=fork.prefix_cache)
         prior_seconds = self.prior_seconds if charged_prior else 0.0
         reused = {s for s in fork.requests if s in shared}  # in the fork's memo from the start: never run here
-        shared_seconds = sum(self.memo[s][1] for s in reused)
+        shared_search = sum(self.memo[s][1] for s in reused)
+        if ENERGY in fork.requests and fork.energy_seconds is None and self.energy is not None:
+            shared_search += self.energy[1]  # given to the fork: computed by another search, or stored
+        shared_prior = max(0.0, self.prior_seconds - self.prior_seconds_here) if charged_prior else 0.0
         for s, sec in fork.set_seconds.items():
             self.memo.setdefault(s, (fork.memo[s], sec))
+        computed = fork.computed_energy
+        if computed is not None and self.energy is None:
+            self.energy = (computed, fork.energy_seconds or 0.0)
+            if self.store is not None:
+                self.store.put_extra("energy", computed, self.energy[1])
         cost = {
             "evaluations": replay.evaluations,
             "search_evaluations": result.evaluations,
@@ -191,16 +238,29 @@ class Calibration:
             "layer_forwards": replay.layer_forwards,
             "layer_backwards": replay.layer_backwards,
             "layer_forwards_here": fork.stats.layer_forwards,
-            "seconds": self.dense_seconds + prior_seconds + result.seconds + shared_seconds,
-            "search_seconds": result.seconds + shared_seconds,
+            "seconds": self.dense_seconds + prior_seconds + result.seconds + shared_search,
+            "search_seconds": result.seconds + shared_search,
             "shared_sets": len(reused),
-            "shared_seconds": shared_seconds,
+            "shared_seconds": shared_search + shared_prior,
+            "shared_prior_seconds": shared_prior,
             "prior_seconds": prior_seconds,
             "dense_seconds": self.dense_seconds,
             "exhausted_budget": result.exhausted,
             "counting": COUNTING,
         }
         return SearchOutcome(result, cost, use_prior)
+
+    def _refresh(self) -> None:
+        """Take what other processes of this condition stored since this calibration was built."""
+        assert self.store is not None
+        for s, entry in self.store.losses().items():
+            self.memo.setdefault(s, entry)
+        if self.energy is None and (stored := self.store.get_extra("energy")) is not None:
+            self.energy = (tuple(stored[0]), stored[1])  # type: ignore[assignment]
+
+    def _store_set(self, removed: frozenset[int], loss: float, seconds: float) -> None:
+        assert self.store is not None
+        self.store.put(removed, loss, seconds)
 
 
 @dataclass
@@ -212,6 +272,21 @@ class SearchOutcome:
     @property
     def removed(self) -> tuple[int, ...]:
         return self.result.removed
+
+
+def condition(session: Session, objective: Objective) -> dict[str, Any]:
+    """Everything a calibration loss depends on besides the removed set: the score store's key
+    (:mod:`depthprune.score_store`). The kernels and thread count are in it because they change
+    float rounding; the code and library versions so that older code's losses never match."""
+    from depthprune.precision import kernel_record
+
+    gpu = (torch.cuda.get_device_name(torch.device(session.device))
+           if session.device.startswith("cuda") and torch.cuda.is_available() else None)
+    return {"model": session.spec.id, "weights": session.weights, "profile": session.profile.name,
+            "objective": objective.name, "params": objective.params(), "protocol": objective.protocol(),
+            "batch_size": session.batch_size, "device": session.device, "dtype": session.dtype,
+            "kernels": kernel_record(session.device), "gpu": gpu, "torch_threads": torch.get_num_threads(),
+            "code": code_fingerprint(), "libraries": library_versions()}
 
 
 def identity(session: Session, calib: Calibration, searcher: str, budget: int, seed: int,
@@ -298,7 +373,7 @@ def count_layers(model: str | ModelSpec, allow_download: bool = False) -> int:
     return int(config.num_hidden_layers)
 
 
-__all__ = ["COUNTING", "Calibration", "SearchOutcome", "Session", "check_budget", "count_layers", "identity",
+__all__ = ["COUNTING", "Calibration", "SearchOutcome", "Session", "check_budget", "condition", "count_layers", "identity",
            "make_result", "resolve_dtype", "save_pruned", "settings"]
 
 

@@ -27,7 +27,7 @@ import os
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -203,6 +203,9 @@ class Scorer:
         self._inject: torch.Tensor | None = None
         self._capture_budget = 0
         self._energy: tuple[list[float], list[list[float]]] | None = None
+        self._energy_requested = False
+        self.energy_seconds: float | None = None  # set when this scorer computed the energy itself
+        self.sink: Callable[[frozenset[int], float, float], None] | None = None
         self._cosine: list[float] | None = None  # mean cos(block input, block output), dense model
 
     # Read-only views of the shared calibration data.
@@ -214,16 +217,23 @@ class Scorer:
     final_norm = property(lambda self: self.data.final_norm)
     device = property(lambda self: self.data.device)
 
-    def fork(self, known: dict[frozenset[int], float] | None = None) -> Scorer:
+    def fork(self, known: dict[frozenset[int], float] | None = None,
+             energy: tuple[list[float], list[list[float]]] | None = None,
+             sink: Callable[[frozenset[int], float, float], None] | None = None) -> Scorer:
         """A scorer with fresh memo, counters and request log over the same calibration data.
 
         It starts from this scorer's dense states (so no dense pass is repeated) and
         ``known`` losses (e.g. the shared single-removal prior) in its memo: they were paid
-        for once, elsewhere, and are not counted again here.
+        for once, elsewhere, and are not counted again here. ``energy``: the condition's
+        gate-gradient energy, computed once elsewhere (:meth:`energy` still logs its request).
+        ``sink(set, loss, seconds)`` hears of every set this fork computes, as it is computed
+        (the score store: :mod:`depthprune.score_store`).
         """
         twin = object.__new__(Scorer)
         memo = {frozenset(): self.dense_loss, **(known or {})}
         twin._setup(self.data, self.prefix_cache, StateCache(self.cache.max_bytes, self.cache.keep_best), memo)
+        twin._energy = energy
+        twin.sink = sink
         dense_keys = self.cache.owned.get(frozenset(), [])
         twin.cache.offer(frozenset(), self.dense_loss,
                          {k: self.cache.entries[k].states for k in dense_keys if k in self.cache.entries})
@@ -241,10 +251,17 @@ class Scorer:
             self.stats.evaluations += 1
             value = float(loss)
             self.memo[s] = value
+            if self.sink is not None:
+                self.sink(s, value, self.set_seconds[s])
             if self.prefix_cache:
                 self.cache.offer(s, value, states)
                 self.stats.peak_cache_bytes = self.cache.peak
         return self.memo[s]
+
+    @property
+    def computed_energy(self) -> tuple[list[float], list[list[float]]] | None:
+        """The energy this scorer computed itself (None if it was given one, or never asked)."""
+        return self._energy if self.energy_seconds is not None else None
 
     def many(self, sets: Iterable[Iterable[int]]) -> list[float]:
         return [self(s) for s in sets]
@@ -252,15 +269,21 @@ class Scorer:
     def energy(self) -> tuple[list[float], list[list[float]]]:
         """Quadratic model (h, J) of the loss over the removal vector; see :mod:`depthprune.gates`."""
         self.requests.append(ENERGY)
-        if self._energy is None:
+        if not self._energy_requested:
+            # the dense and single losses are requested even when the energy was given (fork), so
+            # the request log, and the cost replayed from it, is the same either way
+            self._energy_requested = True
             base = self(frozenset())
             h = [self(frozenset([i])) - base for i in range(self.n_layers)]
-            start = time.perf_counter()
-            self._energy = quadratic_energy(self.data, h)
-            forwards, backwards = energy_passes(self.n_layers)
-            self.stats.layer_forwards += forwards
-            self.stats.layer_backwards += backwards
-            self.stats.seconds += time.perf_counter() - start
+            if self._energy is None:
+                start = time.perf_counter()
+                self._energy = quadratic_energy(self.data, h)
+                forwards, backwards = energy_passes(self.n_layers)
+                self.stats.layer_forwards += forwards
+                self.stats.layer_backwards += backwards
+                self.energy_seconds = time.perf_counter() - start
+                self.stats.seconds += self.energy_seconds
+        assert self._energy is not None
         return self._energy
 
     def block_influence(self, metric: str = "cosine") -> list[float]:

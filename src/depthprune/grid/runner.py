@@ -23,6 +23,7 @@ from depthprune.objectives import make_objective
 from depthprune.profiles import get_profile
 from depthprune.recipe import Calibration, Session, identity, make_result, settings
 from depthprune.result import Identity, fingerprint
+from depthprune.score_store import STORE_NAME, store_enabled
 from depthprune.search import get_searcher
 from depthprune.weights import fingerprint as weights_fingerprint
 
@@ -114,6 +115,7 @@ class GridRunner:
             self.close()
             session = Session.open(model_id, device=cell_device(grid, self.device), dtype=grid.dtype,
                                    batch_size=grid.batch_size)
+            session.store_path = self.score_store()
             self._session = (grid.name, model_id, session)
         return self._session[2]
 
@@ -121,6 +123,12 @@ class GridRunner:
         """One cache for every grid of this results directory (its keys hold all the evaluation's inputs,
         :func:`depthprune.evaluate.cache_key`), so an evaluation two grids share runs once."""
         return self.results_dir / "eval-cache"
+
+    def score_store(self) -> Path | None:
+        """One score store for every grid of this results directory (:mod:`depthprune.score_store`; keyed
+        by condition, so two grids share only what is the same computation); None when
+        ``DEPTHPRUNE_SCORE_STORE=off``."""
+        return self.results_dir / STORE_NAME if store_enabled() else None
 
     def result(self, grid: Grid, cell: Cell) -> dict[str, Any]:
         """The cell's result: the stored one if finished with the same settings, else a new run."""
@@ -172,9 +180,10 @@ class GridRunner:
             "metrics": self._dense[key].metrics, "item_outcomes": self._dense[key].items,
             "item_clusters": self._dense[key].clusters, "window_nll": self._dense[key].windows,
             "load_seconds": session.load_seconds,
+            "eval_seconds": self._dense[key].seconds, "eval_cached": self._dense[key].cached,
             "objectives": {c.name: {"objective_params": c.objective.params(), "dense_calibration_loss": c.dense_loss,
                                     "prior": c.prior, "dense_seconds": c.dense_seconds,
-                                    "prior_seconds": c.prior_seconds}
+                                    "prior_seconds": c.prior_seconds, "prior_seconds_here": c.prior_seconds_here}
                            for c in session.calibrations()},
         })
         return self._dense[key]

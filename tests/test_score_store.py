@@ -1,0 +1,171 @@
+"""The score store: exact, keyed by condition, safe under kill -9, and invisible in results
+(same removed sets, losses, traces and counted cost with it, without it, warm or cold)."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from depthprune.score_store import ENV, ScoreStore, condition_key, integrity, store_enabled
+
+COUNTS = ("evaluations", "layer_forwards", "layer_backwards", "prior_evaluations", "search_evaluations")
+
+
+def test_losses_round_trip_exactly_nan_and_infinities_included(tmp_path):
+    store = ScoreStore(tmp_path / "s.sqlite", "c1")
+    values = {frozenset(): 1 / 3, frozenset([0]): math.inf, frozenset([1, 5]): -0.0, frozenset([2, 3, 9]): math.nan,
+              frozenset([4]): 5e-324}
+    for i, (s, v) in enumerate(values.items()):
+        store.put(s, v, seconds=float(i))
+    back = ScoreStore(tmp_path / "s.sqlite", "c1").losses()
+    assert set(back) == set(values)
+    for s, v in values.items():
+        assert back[s][0].hex() == float(v).hex() or (math.isnan(v) and math.isnan(back[s][0]))
+    assert back[frozenset([1, 5])][1] == 2.0
+
+
+def test_first_write_wins_and_conditions_stay_apart(tmp_path):
+    a, b = ScoreStore(tmp_path / "s.sqlite", "a"), ScoreStore(tmp_path / "s.sqlite", "b")
+    a.put(frozenset([1]), 1.0, 0.5)
+    a.put(frozenset([1]), 2.0, 0.7)
+    assert a.losses() == {frozenset([1]): (1.0, 0.5)} and b.losses() == {}
+    a.put_extra("energy", [[0.5], [[0.0]]], 3.0)
+    assert a.get_extra("energy") == ([[0.5], [[0.0]]], 3.0) and b.get_extra("energy") is None
+    assert condition_key({"x": 1, "y": 2}) == condition_key({"y": 2, "x": 1}) != condition_key({"x": 1, "y": 3})
+
+
+def test_the_switch_takes_on_and_off_and_refuses_anything_else(monkeypatch):
+    monkeypatch.setenv(ENV, "off")
+    assert not store_enabled()
+    monkeypatch.setenv(ENV, "on")
+    assert store_enabled()
+    monkeypatch.setenv(ENV, "sometimes")
+    with pytest.raises(ValueError, match="allowed values are 'on' and 'off'"):
+        store_enabled()
+
+
+def test_a_file_that_is_not_a_store_is_named(tmp_path):
+    bad = tmp_path / "s.sqlite"
+    bad.write_bytes(b"not a database, " * 100)
+    with pytest.raises(RuntimeError, match=r"s\.sqlite.*unreadable"):
+        ScoreStore(bad, "c")
+
+
+_WRITER = textwrap.dedent("""
+    import sys, itertools
+    from depthprune.score_store import ScoreStore
+    store = ScoreStore(sys.argv[1], "c")
+    for n, s in enumerate(itertools.combinations(range(24), 3)):
+        store.put(frozenset(s), sum(s) / 7.0, float(n))
+""")
+
+
+def test_kill_9_leaves_whole_entries_only_and_a_rerun_completes(tmp_path):
+    """A writer killed with -9 mid-stream: SQLite's own check passes, every entry read back is
+    complete and right, and a second writer over the same file finishes the job."""
+    path = tmp_path / "s.sqlite"
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(path)])
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            try:
+                with sqlite3.connect(path, timeout=30) as conn:
+                    if conn.execute("SELECT count(*) FROM losses").fetchone()[0] >= 200:
+                        break
+            except sqlite3.OperationalError:
+                continue
+        os.kill(writer.pid, signal.SIGKILL)
+    finally:
+        writer.wait()
+    assert writer.returncode == -signal.SIGKILL
+    assert integrity(path) == "ok"
+    stored = ScoreStore(path, "c").losses()
+    assert 200 <= len(stored) < 2024  # killed before the end
+    assert all(loss == sum(s) / 7.0 for s, (loss, _) in stored.items())
+    subprocess.run([sys.executable, "-c", _WRITER, str(path)], check=True)
+    assert integrity(path) == "ok" and len(ScoreStore(path, "c").losses()) == 2024
+
+
+# -- the store under the recipe: results bit for bit ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def session():
+    from depthprune.recipe import Session
+
+    return Session.open("tiny-llama3")
+
+
+def _calibration(session, store_path: Path | None, seq_len: int = 16):
+    """A fresh calibration (as a new process would build it) over ``store_path``."""
+    from depthprune.objectives import make_objective
+    from depthprune.recipe import Calibration
+
+    session.store_path = store_path
+    return Calibration.build(session, make_objective("ppl", session.profile, n_samples=2, seq_len=seq_len))
+
+
+SEARCHES = (("greedy", 2, {}), ("beam", 2, {"beam_width": 2}), ("cbo", 2, {}))
+
+
+def test_a_warm_store_changes_what_runs_not_the_results_or_their_count(session, tmp_path):
+    """Cold (no store, nothing shared), the run that fills a store, and a later calibration reading
+    it: the same removed sets, losses, traces and counted costs. The later one runs no set, no
+    prior and no energy of its own, and says so in its seconds. (cbo's energy given or computed:
+    test_a_given_energy_is_the_computed_one, at lower cost.)"""
+    cold = _calibration(session, None)
+    alone = {n: cold.search(n, b, params=p, share_memo=False) for n, b, p in SEARCHES if n != "cbo"}
+    filling = _calibration(session, tmp_path / "store.sqlite")
+    filled = {n: filling.search(n, b, params=p) for n, b, p in SEARCHES}
+    warm = _calibration(session, tmp_path / "store.sqlite")
+    assert cold.prior == filling.prior == warm.prior
+    assert warm.prior_seconds_here < filling.prior_seconds_here and warm.prior_seconds == filling.prior_seconds
+    for name, budget, params in SEARCHES:
+        c = warm.search(name, budget, params=params)
+        b = filled[name]
+        for other, a in ((b, alone.get(name, b)), (c, b)):
+            assert other.removed == a.removed and other.result.loss == a.result.loss
+            assert other.result.trace == a.result.trace
+            assert {k: other.cost[k] for k in COUNTS} == {k: a.cost[k] for k in COUNTS}
+        assert c.cost["layer_forwards_here"] == 0, name  # every set, the energy too, came stored
+        assert c.cost["shared_seconds"] > 0
+    assert filled["cbo"].cost["layer_backwards"] > 0
+    assert warm.energy is not None and filling.energy is not None and warm.energy[0] == filling.energy[0]
+
+
+def test_a_given_energy_is_the_computed_one():
+    """cbo on a fork given another search's energy: the same set, loss, trace and request log
+    (hence the same replayed cost) as on a fork that computes it, with no gradient pass run."""
+    from tests.test_cost import N_LAYERS, _scorer
+
+    from depthprune.search import get_searcher
+
+    base = _scorer(verify=False)
+    prior = [base(frozenset([i])) for i in range(N_LAYERS)]
+    known = {frozenset([i]): loss for i, loss in enumerate(prior)}
+    first = base.fork(known=known)
+    get_searcher("cbo").search(n_layers=N_LAYERS, budget=2, score=first, seed=0)
+    assert first.computed_energy is not None and first.stats.layer_backwards > 0
+    given, alone = base.fork(known=known, energy=first.computed_energy), base.fork(known=known)
+    a = get_searcher("cbo").search(n_layers=N_LAYERS, budget=3, score=alone, seed=0)
+    b = get_searcher("cbo").search(n_layers=N_LAYERS, budget=3, score=given, seed=0)
+    assert (b.removed, b.loss, b.trace) == (a.removed, a.loss, a.trace) and given.requests == alone.requests
+    assert given.stats.layer_backwards == 0 < alone.stats.layer_backwards and given.computed_energy is None
+
+
+def test_another_condition_never_reads_the_store(session, tmp_path):
+    first = _calibration(session, tmp_path / "store.sqlite")
+    other = _calibration(session, tmp_path / "store.sqlite", seq_len=12)  # other calibration data: another condition
+    assert first.store is not None and other.store is not None and other.store.condition != first.store.condition
+    assert other.prior_seconds_here > 0 and other.prior != first.prior
+    assert len(other.store.losses()) == len(first.store.losses()) == 16
