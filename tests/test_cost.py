@@ -75,25 +75,6 @@ def test_recipe_charges_the_prior_only_to_searchers_that_use_it(tmp_path):
     assert {k: again[k] for k in counts} == {k: greedy.cost[k] for k in counts}
 
 
-def test_a_condition_memo_changes_what_runs_not_the_result_or_its_count():
-    """Searches of one calibration share their losses (greedy M3 re-uses greedy M2's path,
-    beam re-uses greedy's sets): removed sets, losses, traces and every counted cost equal a
-    search on a fresh session; only this process's own work and its measured seconds shrink."""
-    from depthprune.recipe import Session
-
-    def condition():
-        return Session.open("tiny-llama3").calibrate("ppl", n_samples=4, seq_len=32)
-
-    counts = ("evaluations", "layer_forwards", "layer_backwards", "prior_evaluations", "search_evaluations")
-    shared = condition()
-    first = shared.search("greedy", 2)
-    assert first.cost["shared_sets"] == 0 and len(shared.memo) > 0
-    for name, budget in (("greedy", 3), ("beam", 3)):
-        warm = shared.search(name, budget, params={"beam_width": 2} if name == "beam" else {})
-        cold = condition().search(name, budget, params={"beam_width": 2} if name == "beam" else {}, share_memo=False)
-        assert warm.removed == cold.removed and warm.result.loss == cold.result.loss
-        assert warm.result.trace == cold.result.trace
-        assert {k: warm.cost[k] for k in counts} == {k: cold.cost[k] for k in counts}
-        assert warm.cost["shared_sets"] > 0 and warm.cost["shared_seconds"] > 0
-        assert warm.cost["layer_forwards_here"] < cold.cost["layer_forwards_here"]
-        assert cold.cost["shared_sets"] == 0
+# A condition's memo (greedy M3 re-uses greedy M2's path, beam re-uses greedy's sets) and its store on disk:
+# tests/test_score_store.py::test_a_warm_store_changes_what_runs_not_the_results_or_their_count checks both
+# against searches with nothing shared.

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from depthprune.score_store import ENV, ScoreStore, condition_key, integrity, store_enabled
 
@@ -127,6 +128,9 @@ def test_a_warm_store_changes_what_runs_not_the_results_or_their_count(session, 
     alone = {n: cold.search(n, b, params=p, share_memo=False) for n, b, p in SEARCHES if n != "cbo"}
     filling = _calibration(session, tmp_path / "store.sqlite")
     filled = {n: filling.search(n, b, params=p) for n, b, p in SEARCHES}
+    # within one process the condition's memo already shares: beam takes greedy's sets
+    assert filled["beam"].cost["shared_sets"] > 0 and filled["greedy"].cost["shared_sets"] == 0
+    assert filled["beam"].cost["layer_forwards_here"] < alone["beam"].cost["layer_forwards_here"]
     warm = _calibration(session, tmp_path / "store.sqlite")
     assert cold.prior == filling.prior == warm.prior
     assert warm.prior_seconds_here < filling.prior_seconds_here and warm.prior_seconds == filling.prior_seconds
@@ -169,3 +173,62 @@ def test_another_condition_never_reads_the_store(session, tmp_path):
     assert first.store is not None and other.store is not None and other.store.condition != first.store.condition
     assert other.prior_seconds_here > 0 and other.prior != first.prior
     assert len(other.store.losses()) == len(first.store.losses()) == 16
+
+
+# -- a grid cell killed with -9 and rerun ----------------------------------------------------------------
+
+_CELL = textwrap.dedent("""
+    import sys, torch
+    torch.set_num_threads(1)
+    from depthprune.grid.cases import load_grid
+    from depthprune.grid.runner import GridRunner
+    grid = load_grid(sys.argv[1])
+    GridRunner(sys.argv[2]).result(grid, grid.cells()[0])
+""")
+KILL_GRID = Path(__file__).parent / "data" / "kill-grid.toml"
+
+
+def _stored_pairs(path: Path) -> int:
+    try:
+        with sqlite3.connect(path, timeout=30) as conn:
+            return conn.execute("SELECT count(*) FROM losses WHERE removed LIKE '%,%'").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def test_a_cell_killed_with_9_loses_only_itself_and_its_rerun_is_the_same_cell(tmp_path):
+    """kill -9 in the middle of a GA search: no result is written (the cell was in flight), the store
+    is whole; the rerun takes the killed run's sets from it and returns what a run with no store does."""
+    from depthprune.grid.cases import load_grid
+    from depthprune.grid.results import iter_results
+    from depthprune.recipe import Session
+    from depthprune.grid.runner import objective_params, search_params
+
+    results = tmp_path / "results"
+    store = results / "score-store.sqlite"
+    run = subprocess.Popen([sys.executable, "-c", _CELL, str(KILL_GRID), str(results)])
+    try:
+        deadline = time.monotonic() + 300
+        while _stored_pairs(store) < 20 and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        os.kill(run.pid, signal.SIGKILL)
+    finally:
+        run.wait()
+    assert run.returncode == -signal.SIGKILL, "the cell finished before it was killed: give GA more evaluations"
+    assert not list(iter_results([results])) and integrity(store) == "ok"
+    subprocess.run([sys.executable, "-c", _CELL, str(KILL_GRID), str(results)], check=True)
+    (result,) = list(iter_results([results]))
+    assert result["cost"]["shared_sets"] >= 20  # the killed run's sets, from the store
+    grid = load_grid(KILL_GRID)
+    cell = grid.cells()[0]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        session = Session.open(cell.model, dtype=grid.dtype, batch_size=grid.batch_size)
+        alone = session.calibrate(cell.objective, **objective_params(grid, cell)).search(
+            cell.search, cell.budget, seed=cell.seed, params=search_params(grid, cell), share_memo=False)
+    finally:
+        torch.set_num_threads(threads)
+    assert result["removed"] == list(alone.removed) and result["calibration_loss"] == alone.result.loss
+    assert result["trace"] == [[sorted(s), loss] for s, loss in alone.result.trace]
+    assert {k: result["cost"][k] for k in COUNTS} == {k: alone.cost[k] for k in COUNTS}
