@@ -36,3 +36,14 @@ def test_phases_leave_the_rest_of_wall_times_workers_as_other():
     assert rows["prior (singles)"]["seconds"] == 0.5 and rows["dense evaluation"]["seconds"] == 3.0
     other = [r for name, r in rows.items() if name.startswith("other")][0]
     assert other["seconds"] == 40.0 - (10.0 + 5.0 + 2.0 + 1.0 + 0.5 + 3.0)
+
+
+def test_an_energy_computed_by_two_cells_of_a_condition_is_counted_twice():
+    passes = 4 + 5 * 4  # depthprune.gates.energy_passes(4): forwards
+    cells = [_result("cbo", [{0, 1}], [0, 1]), _result("cbo", [{0, 1, 2}], [0, 1, 2])]
+    for cell, here in zip(cells, (passes + 2, passes + 3)):
+        cell["cost"].update(layer_backwards=20, layer_forwards_here=here)
+    row = {r["what"]: r for r in repeats(cells)}["gate-gradient energy: m ppl"]
+    assert (row["asked"], row["repeats"], row["computed twice"]) == (2, 1, 1)
+    cells[1]["cost"]["layer_forwards_here"] = 3  # given the first one's energy: its own sets only
+    assert {r["what"]: r for r in repeats(cells)}["gate-gradient energy: m ppl"]["computed twice"] == 0

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from depthprune.gates import energy_passes
+
 
 def condition_of(result: Mapping[str, Any]) -> tuple[str, str, str]:
     return (result["identity"]["model"], result["identity"]["objective"],
@@ -100,11 +102,20 @@ def repeats(results: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         distinct = set().union(*asked)
         # computed in its cell's process: asked, less the prior's singles (computed once per condition and
         # process) and less the sets the condition's memo gave it
-        computed = sum(len({s for s in a if len(s) != 1}) - int(r["cost"].get("shared_sets", 0))
+        computed = sum(len({s for s in a if len(s) > 1}) - int(r["cost"].get("shared_sets", 0))
                        for a, r in zip(asked, cells))
         rows.append({"what": f"scored sets: {cond[0]} {cond[1]}", "cells": len(cells), "asked": sum(map(len, asked)),
                      "distinct": len(distinct), "repeats": sum(map(len, asked)) - len(distinct),
-                     "computed twice": max(0, computed - len({s for s in distinct if len(s) != 1}))})
+                     "computed twice": max(0, computed - len({s for s in distinct if len(s) > 1}))})
+        energy = [r for r in cells if r["cost"].get("layer_backwards", 0) > 0]
+        if energy:
+            # a cell computed the energy itself when its own forwards hold the energy's passes
+            # (more than the searcher's top_k sets can take)
+            here = sum(int(r["cost"].get("layer_forwards_here", 0) >= energy_passes(int(r["n_layers"]))[0])
+                       for r in energy)
+            rows.append({"what": f"gate-gradient energy: {cond[0]} {cond[1]}", "cells": len(energy),
+                         "asked": len(energy), "distinct": 1, "repeats": len(energy) - 1,
+                         "computed twice": max(0, here - 1)})
     by_model: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in results:
         by_model[r["identity"]["model"]].append(r)
