@@ -164,3 +164,11 @@ def test_the_error_carries_the_file_and_the_line(tmp_path):
     err = ResultFileError(tmp_path / "a.jsonl.xz", "not valid JSON", 7)
     assert (err.path, err.line, err.problem) == (tmp_path / "a.jsonl.xz", 7, "not valid JSON")
     assert str(err) == f"{tmp_path / 'a.jsonl.xz'}:7: not valid JSON"
+
+
+def test_an_unknown_score_store_switch_stops_a_cell_before_anything_loads(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DEPTHPRUNE_SCORE_STORE", "maybe")
+    assert main(["cell", "tiny-llama3-ppl-greedy-M3", "--results", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "DEPTHPRUNE_SCORE_STORE='maybe'" in err and "'on' and 'off'" in err
+    assert not (tmp_path / "r").exists()

@@ -249,7 +249,10 @@ def cmd_cell(args: argparse.Namespace) -> int:
         raise UsageError(f"cell {args.cell!r} is in grids {', '.join(g.name for g, _ in found)}; pass --grid")
     grid, cell = found[0]
     check_destination(args.results, "--results", kind="dir")
-    runner = GridRunner(args.results, device=args.device, redo=args.redo)
+    try:
+        runner = GridRunner(args.results, device=args.device, redo=args.redo)
+    except ValueError as err:  # DEPTHPRUNE_SCORE_STORE
+        raise UsageError(str(err)) from None
     try:
         result = runner.result(grid, cell)
     except CellSkipped as reason:

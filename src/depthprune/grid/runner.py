@@ -105,6 +105,7 @@ class GridRunner:
         self.device = device
         self.redo = redo
         self.stand_in = stand_in  # a rehearsal runner: runs stand-ins only, into a directory of their own
+        store_enabled()  # ValueError now, before any model loads, for a DEPTHPRUNE_SCORE_STORE it does not know
         self._session: tuple[str, str, Session] | None = None
         self._dense: dict[tuple[str, str], Any] = {}
         self.ran: list[str] = []
