@@ -32,7 +32,7 @@ One store per condition on disk. A session given a ``store_path`` (grid runs: th
 directory's ``score-store.sqlite``) keeps the memo, the prior and the energy in a
 :class:`~depthprune.score_store.ScoreStore` as they are computed and starts from what it holds, so
 other xdist workers, later runs and a run resumed after a crash do not compute them again. The
-store's key holds everything a loss depends on (:func:`condition`), so a loss from older code,
+store's key holds everything a loss depends on (:func:`depthprune.recipe.condition`), so a loss from older code,
 other kernels or another dtype never matches. ``depthprune verify`` never opens one.
 """
 

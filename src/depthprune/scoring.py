@@ -225,7 +225,8 @@ class Scorer:
         It starts from this scorer's dense states (so no dense pass is repeated) and
         ``known`` losses (e.g. the shared single-removal prior) in its memo: they were paid
         for once, elsewhere, and are not counted again here. ``energy``: the condition's
-        gate-gradient energy, computed once elsewhere (:meth:`energy` still logs its request).
+        gate-gradient energy, computed once elsewhere (:meth:`depthprune.scoring.Scorer.energy`
+        still logs its request).
         ``sink(set, loss, seconds)`` hears of every set this fork computes, as it is computed
         (the score store: :mod:`depthprune.score_store`).
         """
