@@ -148,8 +148,10 @@ class Watched:
     def many(self, sets: Iterable[Iterable[int]]) -> list[float]:
         return [self(s) for s in sets]
 
-    def fork(self, known: dict[frozenset[int], float] | None = None) -> Watched:
-        twin = Watched(self.scorer.fork(known=known), self.deadline)
+    def fork(self, known: dict[frozenset[int], float] | None = None,
+             energy: tuple[list[float], list[list[float]]] | None = None,
+             sink: Callable[[frozenset[int], float, float], None] | None = None) -> Watched:
+        twin = Watched(self.scorer.fork(known=known, energy=energy, sink=sink), self.deadline)
         self.forks.append(twin)
         return twin
 
