@@ -178,11 +178,9 @@ class Calibration:
                     store.put(single, *memo[single])
             prior.append(memo[single][0])
             prior_seconds += memo[single][1]
-        calibration = cls(session, objective, scorer, prior, dense_seconds, prior_seconds, memo,
-                          time.perf_counter() - start, None, store)
-        if store is not None:
-            calibration._refresh()
-        return calibration
+        # the stored energy (and other workers' later sets) are read before each search (_refresh)
+        return cls(session, objective, scorer, prior, dense_seconds, prior_seconds, memo,
+                   time.perf_counter() - start, None, store)
 
     @property
     def name(self) -> str:
@@ -209,7 +207,7 @@ class Calibration:
         prior_singles = {frozenset([i]): loss for i, loss in enumerate(self.prior)} if use_prior else {}
         known = {**shared, **prior_singles}
         fork = self.scorer.fork(known=known, energy=self.energy[0] if share_memo and self.energy else None,
-                                sink=self._store_set if self.store is not None else None)
+                                sink=self.store.put if self.store is not None else None)
         torch.manual_seed(seed)
         result = instance.search(n_layers=fork.n_layers, budget=budget, score=fork, seed=seed,
                                  protected=frozenset(protected), prior=self.prior if use_prior else None)
@@ -257,10 +255,6 @@ class Calibration:
             self.memo.setdefault(s, entry)
         if self.energy is None and (stored := self.store.get_extra("energy")) is not None:
             self.energy = (tuple(stored[0]), stored[1])  # type: ignore[assignment]
-
-    def _store_set(self, removed: frozenset[int], loss: float, seconds: float) -> None:
-        assert self.store is not None
-        self.store.put(removed, loss, seconds)
 
 
 @dataclass

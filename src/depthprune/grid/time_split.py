@@ -44,6 +44,11 @@ def search_here(cost: Mapping[str, Any]) -> float:
     return max(0.0, cost.get("search_seconds", 0.0) - shared_search)
 
 
+def _evaluation_here(cost: Mapping[str, Any]) -> float:
+    """The removed set's evaluation seconds in this run (none when the evaluation cache held it)."""
+    return 0.0 if cost.get("eval_cached") else cost.get("eval_seconds", 0.0)
+
+
 def per_searcher(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per searcher: cells, seconds of search as it ran and as shared, of evaluation."""
     rows: dict[str, Counter] = defaultdict(Counter)
@@ -52,7 +57,7 @@ def per_searcher(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         row["cells"] += 1
         row["search s (here)"] += search_here(c)
         row["search s (shared)"] += c.get("search_seconds", 0.0) - search_here(c)
-        row["evaluation s"] += 0.0 if c.get("eval_cached") else c.get("eval_seconds", 0.0)
+        row["evaluation s"] += _evaluation_here(c)
         row["evaluations cached"] += int(bool(c.get("eval_cached")))
         row["sets asked"] += len(_requested(r))
         row["sets shared"] += int(c.get("shared_sets", 0))
@@ -65,9 +70,8 @@ def per_phase(results: list[Mapping[str, Any]], dense_files: list[Mapping[str, A
     """Seconds per phase over the whole run (module docstring), and their share of wall × workers."""
     phases: Counter = Counter()
     for r in results:
-        c = r["cost"]
-        phases["search, as it ran"] += search_here(c)
-        phases["evaluation of removed sets"] += 0.0 if c.get("eval_cached") else c.get("eval_seconds", 0.0)
+        phases["search, as it ran"] += search_here(r["cost"])
+        phases["evaluation of removed sets"] += _evaluation_here(r["cost"])
     for d in dense_files:
         phases["model load"] += float(d.get("load_seconds", 0.0))
         for obj in d.get("objectives", {}).values():
