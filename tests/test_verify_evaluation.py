@@ -38,8 +38,8 @@ def as_recorded(result: dict, seed: int = 0) -> ev.Measured:
         {name: {i: result["window_nll"][name][i] for i in idx} for name, idx in windows.items()})
 
 
-def band(rate: float = 0.0, nats: float = 1e-3) -> ev.EvalBand:
-    return ev.EvalBand(PAIR, "tiny-llama3", 1, rate, {"c4": nats, "wikitext2": nats}, "test")
+def band(rate: float = 0.0, relative: float = 1e-3) -> ev.EvalBand:
+    return ev.EvalBand(PAIR, "tiny-llama3", 1, rate, {"c4": relative, "wikitext2": relative}, "test")
 
 
 @pytest.mark.parametrize("population", [32, 88, 250, 1700, 1809])
@@ -83,9 +83,13 @@ def test_an_edited_item_outcome_in_the_sample_fails_naming_it(cell):
 
 def test_a_window_past_its_band_fails_and_a_missing_band_is_not_verified(cell):
     measured = as_recorded(cell)
-    measured.windows["c4"][next(iter(measured.windows["c4"]))] += 0.01
-    failed = ev.check_evaluation(cell, measured, band(nats=1e-3))
+    first = next(iter(measured.windows["c4"]))
+    recorded = cell["window_nll"]["c4"][first]
+    measured.windows["c4"][first] += 1.5e-3 * recorded  # 1.5 times a relative band of 1e-3
+    failed = ev.check_evaluation(cell, measured, band(relative=1e-3))
     assert failed.status == ev.FAILED and failed.disagreement.startswith("c4 window")
+    # the band scales with the window's recorded NLL: twice as wide a relative band lets it through
+    assert ev.check_evaluation(cell, measured, band(relative=2e-3)).status == ev.VERIFIED
     assert ev.check_evaluation(cell, measured, None).status == ev.NOT_VERIFIED
     no_c4 = ev.EvalBand(PAIR, "tiny-llama3", 1, 0.0, {"wikitext2": 1.0}, "test")
     assert ev.check_evaluation(cell, as_recorded(cell), no_c4).status == ev.NOT_VERIFIED
@@ -95,23 +99,23 @@ def test_bands_are_cross_fitted_and_measured_once_per_measurement(cell):
     mine = ev.fold(cell["model"], cell["removed"])
     rows = [(PAIR, cell["model"], mine, 0.5, {"c4": 1.0}), (PAIR, cell["model"], 1 - mine, 0.01, {"c4": 0.002}),
             (PAIR, cell["model"], 1 - mine, 0.02, {"c4": 0.001})]
-    table = bands.measure([(PAIR, "ppl", cell["model"], 1, 1e-4)], {"command": "test"}, None, rows)
+    table = bands.measure([(PAIR, "ppl", cell["model"], 1, 3.0, 3.0003)], {"command": "test"}, None, rows)
     got = ev.lookup(table, "bf16/amx", "fp32/cpu-avx2", cell["model"], cell["removed"])
     assert got.fold == 1 - mine and got.rate == pytest.approx(bands.FACTOR * 0.02)
     assert got.windows["c4"] == pytest.approx(bands.FACTOR * 0.002) and got.flagged is None
     other = ev.lookup(table, "bf16/amx", "fp32/cpu-avx512", "tiny-qwen3", [0])
     assert other.flagged and other.rate == pytest.approx(bands.FACTOR * 0.5)
     assert ev.lookup(table, "bf16/amx", "bf16/avx512-bf16", cell["model"], cell["removed"]) is None
-    again = bands.measure([(PAIR, "ppl", "tiny-qwen3", 1, 1e-4)], {"command": "again"}, table, [])
+    again = bands.measure([(PAIR, "ppl", "tiny-qwen3", 1, 3.0, 3.0003)], {"command": "again"}, table, [])
     assert set(again["measurements"]) == {"m1", "m2"}
     assert {r["measured_by"] for r in again["bands"]} == {"m1", "m2"}
-    next_model = bands.measure([(PAIR, "ppl", "tiny-llama3.1", 1, 1e-4)], {"command": "again"}, again, [])
+    next_model = bands.measure([(PAIR, "ppl", "tiny-llama3.1", 1, 3.0, 3.0003)], {"command": "again"}, again, [])
     assert set(next_model["measurements"]) == {"m1", "m2"}  # the same run's next model: kept once
 
 
 def test_the_evaluation_decides_the_cells_status(cell):
     sets_ok = check_cell(cell, lambda sets: [dict((frozenset(s), v) for s, v in cell["trace"])[s] for s in sets],
-                         lambda size: bands.Band(PAIR, "ppl", "tiny-llama3", size, 1e-3, "test"), "fp32/cpu-avx2")
+                         lambda loss: bands.Band(PAIR, "ppl", "tiny-llama3", loss, 1e-3, "test"), "fp32/cpu-avx2")
     assert sets_ok.status == VERIFIED
     failed, unchecked = copy.deepcopy(sets_ok), copy.deepcopy(sets_ok)
     failed.add_evaluation(ev.EvalCheck(status=ev.FAILED, disagreement="c4 window 3: ..."))

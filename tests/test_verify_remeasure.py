@@ -28,8 +28,8 @@ def recorded_score(cell: dict, shift: dict | None = None):
 
 
 def band(nats: float):
-    """``band_for``: the same band for every set size."""
-    return lambda size: bands.Band("bf16/amx | fp32/cpu-avx2", "ppl", "tiny-llama3", size, nats, "test")
+    """``band_for``: the same band for every loss."""
+    return lambda loss: bands.Band("bf16/amx | fp32/cpu-avx2", "ppl", "tiny-llama3", loss, nats, "test")
 
 
 def test_the_recorded_losses_verify_and_near_ties_are_forks(greedy):
@@ -59,7 +59,7 @@ def test_a_decided_decision_that_turns_fails(greedy):
 
 
 def test_no_band_is_not_verified_and_a_replay_failure_fails(greedy):
-    assert check_cell(greedy, recorded_score(greedy), lambda size: None, HERE).status == NOT_VERIFIED
+    assert check_cell(greedy, recorded_score(greedy), lambda loss: None, HERE).status == NOT_VERIFIED
     edited = copy.deepcopy(greedy)
     edited["calibration_loss"] += 1.0
     check = check_cell(edited, recorded_score(greedy), band(1.0), HERE)
@@ -67,20 +67,25 @@ def test_no_band_is_not_verified_and_a_replay_failure_fails(greedy):
 
 
 def test_bands_are_measured_and_an_unmeasured_pair_borrows_the_widest_flagged():
+    """Rule 3: a ppl band is relative to the recorded loss and pools every size; a margin band is in nats."""
     pair = "bf16/amx | fp32/cpu-avx2"
-    diffs = [(pair, "ppl", "tiny-llama3", 1, d) for d in (1e-4, 3e-4)] + [(pair, "ppl", "tiny-llama3", 3, 7e-4)]
-    diffs += [(pair, "ppl", "tiny-qwen3", 1, 9e-4)]
+    diffs = [(pair, "ppl", "tiny-llama3", 1, 3.0, 3.0 + d) for d in (3e-4, -9e-4)]  # 1e-4 and 3e-4 relative
+    diffs += [(pair, "ppl", "tiny-llama3", 3, 8.0, 8.0016)]  # 2e-4 relative: not the largest, whatever its size
+    diffs += [(pair, "ppl", "tiny-qwen3", 1, 2.0, 2.002)]  # 1e-3 relative
+    diffs += [(pair, "margin", "tiny-llama3", 2, 0.01, 0.03), (pair, "margin", "tiny-llama3", 0, -1.5, -1.51)]
     table = bands.measure(diffs, {"command": "test"})
-    exact = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3", 1)
-    assert exact.nats == pytest.approx(bands.FACTOR * 3e-4) and exact.flagged is None
-    deeper = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3", 3)
-    assert deeper.nats == pytest.approx(bands.FACTOR * 7e-4) and deeper.flagged is None
-    unmeasured_size = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3", 5)
-    assert unmeasured_size.nats == deeper.nats and "sets of 5 blocks" in unmeasured_size.flagged
-    other = bands.lookup(table, "bf16/amx", "fp32/cpu-avx512", "ppl", "smollm2-135m", 1)
-    assert other.nats == pytest.approx(bands.FACTOR * 9e-4) and "no band measured" in other.flagged
-    assert bands.lookup(table, "bf16/amx", "bf16/avx512-bf16", "ppl", "tiny-llama3", 1) is None
-    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-llama3", 1) is None
+    assert {r["kind"] for r in table["bands"]} == {"relative", "absolute"}
+    exact = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3", 3.0)
+    assert exact.nats == pytest.approx(bands.FACTOR * 3e-4 * 3.0) and exact.flagged is None
+    deeper = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3", 8.4)  # grows with the loss
+    assert deeper.nats == pytest.approx(bands.FACTOR * 3e-4 * 8.4) and deeper.flagged is None
+    margin = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-llama3", 0.001)
+    assert margin.nats == pytest.approx(bands.FACTOR * 0.02)  # absolute: the same near 0 as far from it
+    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-llama3", -7.0).nats == margin.nats
+    other = bands.lookup(table, "bf16/amx", "fp32/cpu-avx512", "ppl", "smollm2-135m", 2.5)
+    assert other.nats == pytest.approx(bands.FACTOR * 1e-3 * 2.5) and "no band measured" in other.flagged
+    assert bands.lookup(table, "bf16/amx", "bf16/avx512-bf16", "ppl", "tiny-llama3", 3.0) is None
+    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-qwen3", 1.0).flagged
 
 
 def test_measuring_sets_are_never_checked(greedy):

@@ -410,9 +410,10 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[dict[str, Any]]) -> 
     if args.measure_bands:
         command = "depthprune verify " + " ".join(f"--results {d}" for d in args.results) + \
             "".join(f" --grid {g}" for g in args.grid or []) + "".join(f" --cell {c}" for c in args.cell or []) + \
-            " --measure-bands"
+            " --measure-bands" + (f" --dtype {args.dtype}" if args.dtype != "auto" else "")
         provenance = {"command": command, "commit": git_revision(), "cells": sorted(c["cell"] for c in cells),
                       "machine": environment("cpu", "float32")["kernels"], "rule": bands.RULE,
+                      "dtype": args.dtype,
                       "what": "each condition's measuring sets (dense, singles, held-out trace sets per size: "
                               "depthprune.verify.bands), recorded against re-scored here"
                               + ("; each removed set's sampled items and windows (depthprune.verify.evaluation, "
@@ -429,7 +430,7 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[dict[str, Any]]) -> 
     population = run.select_cells(args.results, sorted({c["grid"] for c in cells}))
     checks, _ = remeasure.remeasure(cells, table, seed=args.seed, progress=sys.stderr.isatty(),
                                     measure_bands=measure, population=population,
-                                    evaluate=not args.no_evaluation)
+                                    evaluate=not args.no_evaluation, dtype=args.dtype)
     seconds = time.perf_counter() - start
     for line in run.remeasure_lines(checks):
         print(line)
@@ -737,6 +738,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="re-score sets and decisions only; do not re-evaluate removed sets' items and windows")
     p.add_argument("--seed", type=_positive(0), default=0,
                    help="seed of the sampled trace sets, items and windows (default 0)")
+    p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float32"],
+                   help="precision to re-measure in (default auto: what this machine runs; bfloat16 on a CPU "
+                        "without AMX measures its own bf16 kernels against the recorded ones)")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("durations", help="record how long a grid's cells took (orders cell groups longest first)")

@@ -1,7 +1,10 @@
 """Evaluation re-measurement: a cell's removed set evaluated again here on a seeded sample of its task
 items and perplexity windows, compared one by one with the recorded outcomes.
 
-Rule E1, written down on 2026-12-03 before its first run (it is the issue's "Evaluation" check):
+Rule E2: rule E1 (written down on 2026-12-03 before its first run: the issue's "Evaluation" check), with
+window bands relative to the recorded window NLL, as rule 3 of :mod:`depthprune.verify.bands` has it
+(written down before it was built or run, after E1's absolute window bands failed by a window 7% past
+a maximum over three sets):
 
 * **Sample.** An *item* is one document of one task; its outcomes are every metric recorded for it
   (``acc``, and ``acc_norm`` where the task has it). Of a cell's ``N`` recorded items (all tasks pooled)
@@ -15,13 +18,13 @@ Rule E1, written down on 2026-12-03 before its first run (it is the issue's "Eva
   gives the smallest share of changed items this sample and allowance catch with probability ``CATCH``
   (:func:`detectable_change`): 1% where the band allows no disagreement, more where rounding alone
   flips items.
-* **Windows.** Each sampled window's mean NLL (nats per token) lies within the dataset's window band
-  of the recorded one, or the cell fails.
+* **Windows.** Each sampled window's mean NLL (nats per token) lies within its band of the recorded one
+  (the dataset's relative window band times the recorded NLL), or the cell fails.
 * **Bands, cross-fitted.** Every removed set falls in one of two folds (:func:`fold`: a hash of the
   model and the set; no seed, no selection). ``--measure-bands`` evaluates every removed set of the
   model's selected cells and measures, per pair of numeric classes, model and fold, the item band
-  ``FACTOR`` times the largest disagreement rate among the fold's sets, and per dataset the window band
-  ``FACTOR`` times the largest ``|recorded - here|`` among the fold's windows. A cell is checked against
+  ``FACTOR`` times the largest disagreement rate among the fold's sets, and per dataset the relative
+  window band ``FACTOR`` times the largest ``|recorded - here| / recorded`` among the fold's windows. A cell is checked against
   the *other* fold's bands: measured on evaluations it is no part of. Where the other fold has none, the
   widest measured for the same precision pair stands in, flagged; where there is none, the evaluation is
   NOT VERIFIED.
@@ -158,7 +161,8 @@ def measure_here(session: Any, result: Mapping[str, Any], items: Mapping[str, li
 @dataclass(frozen=True)
 class EvalBand:
     """The evaluation band a cell is checked against: the allowed rate of item disagreements and each
-    dataset's window band (nats), measured on ``fold``'s removed sets."""
+    dataset's relative window band (a window's band is it times the window's recorded NLL), measured on
+    ``fold``'s removed sets."""
 
     pair: str
     model: str
@@ -175,12 +179,14 @@ class EvalBand:
 @dataclass
 class Comparison:
     """Recorded outcomes against ``measured``'s: items compared, those that disagree (any recorded metric),
-    the first few disagreeing outcomes, and each dataset's largest window ``|recorded - here|``."""
+    the first few disagreeing outcomes, and each dataset's largest window ``|recorded - here|``, in nats
+    and relative to the recorded NLL."""
 
     items: int
     disagreements: int
     examples: list[str]
     widest: dict[str, float]
+    widest_relative: dict[str, float] = field(default_factory=dict)
 
     @property
     def rate(self) -> float:
@@ -200,6 +206,9 @@ def compare(result: Mapping[str, Any], measured: Measured) -> Comparison:
     del out.examples[5:]
     out.widest = {name: max((abs(result["window_nll"][name][i] - v) for i, v in got.items()), default=0.0)
                   for name, got in measured.windows.items()}
+    out.widest_relative = {name: max((abs(result["window_nll"][name][i] - v) / abs(result["window_nll"][name][i])
+                                      for i, v in got.items() if result["window_nll"][name][i]), default=0.0)
+                           for name, got in measured.windows.items()}
     return out
 
 
@@ -255,7 +264,7 @@ class EvalCheck:
 
 
 def check_evaluation(result: Mapping[str, Any], measured: Measured, band: EvalBand | None) -> EvalCheck:
-    """Rule E1's checks of ``result``'s recorded outcomes against ``measured`` (this machine's)."""
+    """Rule E2's checks of ``result``'s recorded outcomes against ``measured`` (this machine's)."""
     check = EvalCheck(band=band, population=sum(item_counts(result).values()))
     if band is None:
         check.status = NOT_VERIFIED
@@ -273,11 +282,12 @@ def check_evaluation(result: Mapping[str, Any], measured: Measured, band: EvalBa
     for name, got in sorted(measured.windows.items()):
         check.windows += len(got)
         check.largest_window_difference = max(check.largest_window_difference, seen.widest.get(name, 0.0))
-        nats = band.windows.get(name)
+        relative = band.windows.get(name)
         for i, here in sorted(got.items()):
             diff = abs(result["window_nll"][name][i] - here)
             if check.disagreement is not None:
                 break
+            nats = None if relative is None else relative * abs(result["window_nll"][name][i])
             if nats is None:
                 check.status = NOT_VERIFIED
                 check.disagreement = f"no window band measured for {name} ({band.measured_for})"
@@ -285,5 +295,5 @@ def check_evaluation(result: Mapping[str, Any], measured: Measured, band: EvalBa
                 check.status = FAILED
                 check.disagreement = (f"{name} window {i}: recorded mean NLL {result['window_nll'][name][i]:.6g}, "
                                       f"here {here:.6g}, |difference| {diff:.3g} > window band {nats:.3g} "
-                                      f"({band.measured_for})")
+                                      f"({relative:.3g} of the recorded NLL, {band.measured_for})")
     return check

@@ -10,7 +10,8 @@ not scored again for another. Per cell (the sample rule, fixed before any run):
 * ``SAMPLE_SETS`` more sets of the trace, drawn with a generator seeded by the seed and the cell id,
   from those that are not the condition's measuring sets (:func:`depthprune.verify.remeasure.held_out`, :mod:`depthprune.verify.bands`).
 
-Every loss must lie within the band of the recorded one for its set's size (:mod:`depthprune.verify.bands`).
+Every loss must lie within the band of the recorded one (rule 3 of :mod:`depthprune.verify.bands`: relative
+to the recorded loss for ppl, in nats for margin).
 A decision whose recorded gap is wider than the band (the wider of its two sets') must come out the same
 way here; one inside the band is a *numeric fork*: reported with both losses, never a failure. The
 measuring sets (dense, singles, the held-out sets) are scored only by ``--measure-bands``, which measures
@@ -21,7 +22,7 @@ The measuring sets are drawn from every cell of the condition in the results (``
 the selected ones only, so a cell's checked sample is the same whatever else is selected.
 
 Then the removed set's evaluation: a seeded sample of its task items and perplexity windows evaluated
-again and compared one by one (rule E1, :mod:`depthprune.verify.evaluation`), once per removed set of a
+again and compared one by one (rule E2, :mod:`depthprune.verify.evaluation`), once per removed set of a
 model whatever the number of cells that removed it.
 """
 
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from depthprune.verify import evaluation as ev
-from depthprune.verify.bands import Band, lookup, numeric_class, pair_key
+from depthprune.verify.bands import Band, Difference, lookup, numeric_class, pair_key
 from depthprune.verify.replay import FAILED as REPLAY_FAILED
 from depthprune.verify.replay import Decision, Replay, recorded_loss, recorded_trace, replay
 
@@ -123,7 +124,7 @@ def _always_checked(result: dict[str, Any], rep: Replay) -> list[frozenset[int]]
 
 
 def held_out(cells: Sequence[dict[str, Any]], replays: Sequence[Replay], seed: int) -> list[frozenset[int]]:
-    """A condition's measuring sets of size >= 2 (rule 2 of :mod:`depthprune.verify.bands`): per size,
+    """A condition's measuring sets of size >= 2 (:mod:`depthprune.verify.bands`): per size,
     ``HELD_OUT`` trace sets that are no cell's removed set and no decision's set, drawn with a seed."""
     from depthprune.verify.bands import HELD_OUT
 
@@ -158,16 +159,18 @@ def _recorded_losses(result: dict[str, Any]) -> dict[frozenset[int], float]:
     return losses
 
 
-BandFor = Callable[[int], "Band | None"]
+#: the band of a set whose recorded loss is the argument (rule 3 of :mod:`depthprune.verify.bands`)
+BandFor = Callable[[float], "Band | None"]
 
 
 def check_cell(result: dict[str, Any], score: Callable[[list[frozenset[int]]], list[float]], band_for: BandFor,
                here_class: str, seed: int = 0, exclude: set[frozenset[int]] = frozenset(),
                rep: Replay | None = None) -> CellCheck:
-    """Replay one cell, then re-score its sets with ``score`` and check each against ``band_for(its size)``."""
+    """Replay one cell, then re-score its sets with ``score`` and check each against ``band_for(its recorded loss)``."""
     rep = rep or replay(result)
     check = CellCheck(result["grid"], result["cell"], result["model"], result["identity"]["objective"],
-                      numeric_class(result["environment"]), here_class, rep, band=band_for(len(result["removed"])))
+                      numeric_class(result["environment"]), here_class, rep,
+                      band=band_for(float(result["calibration_loss"])))
     if rep.status == REPLAY_FAILED:
         check.status, check.disagreement = FAILED, f"replay: {rep.disagreement}"
         return check
@@ -181,7 +184,7 @@ def check_cell(result: dict[str, Any], score: Callable[[list[frozenset[int]]], l
     here = dict(zip(sets, score(sets)))
     check.sets_checked = len(sets)
     for s in sets:
-        band = band_for(len(s))
+        band = band_for(recorded[s])
         diff = abs(here[s] - recorded[s]) if math.isfinite(recorded[s]) else (0.0 if not math.isfinite(here[s]) else math.inf)
         check.largest_difference = max(check.largest_difference, diff)
         if diff > band.nats and check.disagreement is None:
@@ -192,7 +195,7 @@ def check_cell(result: dict[str, Any], score: Callable[[list[frozenset[int]]], l
         if d.kind == "prior":
             continue
         a, b = here[frozenset(d.chosen)], here[frozenset(d.rival)]
-        width = max(band_for(len(d.chosen)).nats, band_for(len(d.rival)).nats)
+        width = max(band_for(d.chosen_loss).nats, band_for(d.rival_loss).nats)
         if d.gap <= width:
             check.forks.append(Fork(d, a, b, width))
         elif (b - a) * (d.rival_loss - d.chosen_loss) < 0 and check.disagreement is None:
@@ -204,9 +207,9 @@ def check_cell(result: dict[str, Any], score: Callable[[list[frozenset[int]]], l
 
 
 def band_differences(results: Sequence[dict[str, Any]], measured: dict[frozenset[int], float],
-                     here_class: str) -> list[tuple[str, str, str, int, float]]:
-    """``|recorded - here|`` of a condition's measuring sets (``measured``: set -> loss here; the empty set is the
-    dense model), per recorded class, with each set's size."""
+                     here_class: str) -> list[Difference]:
+    """Recorded and here's loss of a condition's measuring sets (``measured``: set -> loss here; the empty set
+    is the dense model), per recorded class, with each set's size."""
     out = []
     seen: set[str] = set()
     for r in results:
@@ -221,7 +224,7 @@ def band_differences(results: Sequence[dict[str, Any]], measured: dict[frozenset
                 recorded.update(_recorded_losses(rr))
         for s, loss in measured.items():
             if s in recorded and math.isfinite(recorded[s]) and math.isfinite(loss):
-                out.append((pair, objective, model, len(s), abs(recorded[s] - loss)))
+                out.append((pair, objective, model, len(s), recorded[s], loss))
     return out
 
 
@@ -229,16 +232,18 @@ EvalRow = tuple[str, str, int, float, dict[str, float]]
 
 
 def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: int = 0, progress: bool = True,
-              measure_bands: Callable[[list[tuple[str, str, str, int, float]], list[EvalRow]], dict[str, Any]]
+              measure_bands: Callable[[list[Difference], list[EvalRow]], dict[str, Any]]
               | None = None, population: Sequence[dict[str, Any]] | None = None, evaluate: bool = True,
-              ) -> tuple[list[CellCheck], list[tuple[str, str, str, int, float]]]:
+              dtype: str = "auto") -> tuple[list[CellCheck], list[Difference]]:
     """Every cell of ``results`` checked on this machine; also the measuring sets' differences (for bands).
 
     ``measure_bands``: given a model's set differences and evaluation measurements (pair, model, fold,
     item disagreement rate, dataset -> largest window difference), returns the table to check that
     model's cells with (``--measure-bands``: its bands measured first, then its cells checked).
     ``population``: every cell the measuring sets are drawn from (default ``results``; the CLI passes
-    all cells of the selected grids). ``evaluate``: also re-evaluate each removed set (rule E1).
+    all cells of the selected grids). ``evaluate``: also re-evaluate each removed set (rule E2).
+    ``dtype``: the precision re-measured in (``auto``: what the machine runs; ``bfloat16`` on a CPU without AMX
+    measures bf16 on its own kernels against another machine's).
     """
     from tqdm.auto import tqdm
 
@@ -254,14 +259,14 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
     for r in [*results, *(population or ())]:  # the selected cells, then the rest of their population
         everyone[_condition(r)].setdefault((r["grid"], r["cell"]), r)
     checks: list[CellCheck] = []
-    differences: list[tuple[str, str, str, int, float]] = []
+    differences: list[Difference] = []
     bar = tqdm(total=len(results), desc="verify", unit="cell", disable=not progress, leave=False)
     for model, conditions in sorted(by_model.items()):
-        session = Session.open(model, device="cpu", dtype="auto")
+        session = Session.open(model, device="cpu", dtype=dtype)
         try:
             here_class = numeric_class(environment(session.device, session.dtype))
             prepared = {}
-            model_differences = []
+            model_differences: list[Difference] = []
             for key, cells in sorted(conditions.items()):
                 pool = list(everyone[key].values())
                 pool_replays = {(r["grid"], r["cell"]): replay(r) for r in pool}  # each cell replayed once
@@ -304,19 +309,20 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
                         continue
                     seen.add((pair, str(sorted(r["removed"]))))
                     seen_here = ev.compare(r, measured_for(r))
-                    eval_rows.append((pair, model, ev.fold(model, r["removed"]), seen_here.rate, seen_here.widest))
+                    eval_rows.append((pair, model, ev.fold(model, r["removed"]), seen_here.rate,
+                                      seen_here.widest_relative))
                 table = measure_bands(model_differences, eval_rows)
             for key, cells in sorted(conditions.items()):
                 scorer, replays, held = prepared[key]
                 for r, rep in zip(cells, replays):
                     recorded_class = numeric_class(r["environment"])
 
-                    def band_for(size: int, rc: str = recorded_class, objective: str = key[1]) -> Band | None:
-                        return lookup(table, rc, here_class, objective, model, size)
+                    def band_for(loss: float, rc: str = recorded_class, objective: str = key[1]) -> Band | None:
+                        return lookup(table, rc, here_class, objective, model, loss)
 
                     if r["identity"]["weights"] != session.weights:
                         check = CellCheck(r["grid"], r["cell"], model, key[1], recorded_class, here_class, rep,
-                                          status=NOT_VERIFIED, band=band_for(len(r["removed"])))
+                                          status=NOT_VERIFIED, band=band_for(float(r["calibration_loss"])))
                         check.disagreement = (f"recorded on weights {r['identity']['weights']}; this machine's "
                                               f"{model} is {session.weights}")
                     else:
