@@ -116,14 +116,14 @@ calibration_seeds = [1, 2]
 
 
 def test_cell_blocks_add_variants_and_calibration_seeds(tmp_path):
-    from depthprune.grid.runner import objective_params, search_params
+    from depthprune.grid.runner import objective_params
 
     grid = load_grid(_write(tmp_path, BLOCKS))
     assert grid.kind == "controls" and grid.compare_with == "tiny"
     cells = {c.id: c for c in grid.cells()}
     assert len(cells) == 8 + 2 + 2 + 8  # axes, uniform ga, csdata oneshot, seeds (2 objectives x 2 searchers x 2)
     ga = cells["tiny-llama3-margin-ga.uniform-M3"]
-    assert search_params(grid, ga) == {"prior": "uniform"} and ga.group == "tiny-llama3/margin"
+    assert grid.search_params(ga) == {"prior": "uniform"} and ga.group == "tiny-llama3/margin"
     cs = cells["tiny-llama3-ppl-oneshot.csdata-M5"]
     assert objective_params(grid, cs) == {"n_samples": 8, "dataset": "commonsense170k", "packing": "joined"}
     assert cs.group == "tiny-llama3/ppl.csdata"  # its own calibration, so its own group
@@ -158,13 +158,11 @@ variants = { r01 = { q = 0.04 }, r02 = { q = 0.08 } }
 
 
 def test_one_block_may_name_several_variants(tmp_path):
-    from depthprune.grid.runner import search_params
-
     grid = load_grid(_write(tmp_path, PANEL))
     cells = {c.id: c for c in grid.cells() if c.search == "rank"}
     assert sorted(cells) == ["tiny-llama3-margin-rank.r01-M3", "tiny-llama3-margin-rank.r02-M3",
                              "tiny-llama3-ppl-rank.r01-M3", "tiny-llama3-ppl-rank.r02-M3"]
-    assert search_params(grid, cells["tiny-llama3-ppl-rank.r02-M3"])["q"] == 0.08
+    assert grid.search_params(cells["tiny-llama3-ppl-rank.r02-M3"])["q"] == 0.08
     assert cells["tiny-llama3-ppl-rank.r02-M3"].group == "tiny-llama3/ppl"  # shares exhaustive's memo
 
 

@@ -15,7 +15,8 @@ from depthprune.grid.cases import load_grid
 from depthprune.plan import (Assumptions, NotRecorded, RecordedLosses, SyntheticLandscape, check_result,
                              evaluation_bounds, forwards_bound, makespan, model_shape, plan_grid, simulate)
 from depthprune.scoring import Scorer
-from depthprune.search import get_searcher
+from depthprune.search import SEARCHERS, get_searcher
+from depthprune.search.base import Bounds, Searcher
 ROOT = Path(__file__).resolve().parent.parent
 
 BUDGET = 3
@@ -153,3 +154,36 @@ def test_plan_cli(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:  # argparse refuses a type error itself, also with status 2
         main(["plan", "--cases", str(ROOT / "cases"), "--grid", "tiny", "--mfu", "2"])
     assert exit_.value.code == 2 and "--mfu" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", sorted(SEARCHERS))
+def test_every_searcher_owns_its_planning_rule(name):
+    """Each searcher's cost rule lives in its own file (Searcher.evaluation_bounds); planning only asks it."""
+    searcher = get_searcher(name)
+    assert type(searcher).evaluation_bounds is not Searcher.evaluation_bounds, f"{name}: no planning rule"
+    bounds = searcher.evaluation_bounds(12, 3)
+    assert 0 < bounds.low <= bounds.high and bounds == evaluation_bounds(name, {}, 12, 3)
+
+
+def test_rank_plans_its_sample_not_every_set():
+    """The real grid's rank panel ranks a sample of 512 of C(30, 7) = 2,035,800 sets."""
+    assert evaluation_bounds("rank", {"sample": 512}, 30, 7) == Bounds(512, 512, {7: 512})
+    assert evaluation_bounds("rank", {}, 12, 4).low == evaluation_bounds("exhaustive", {}, 12, 4).high == 495
+    assert Bounds(3, 3, {}).exact and not Bounds(3, 4, {}).exact
+
+
+def test_a_searcher_without_a_planning_rule_is_named():
+    with pytest.raises(NotImplementedError, match="no planning rule"):
+        Searcher.evaluation_bounds(get_searcher("oneshot"), 12, 3)
+
+
+def test_the_real_grid_is_planned_with_its_cells_blocks_and_variants():
+    """Its [[cells]] block adds gemma3-270m, and its rank panel's variants sample 512 sets: planning once
+    failed on the first (KeyError) and, on the second, would have counted every one of C(30, 7) sets."""
+    from depthprune.plan import plan_grid
+
+    grid = load_grid(Path(__file__).resolve().parent.parent / "cases" / "real.toml")
+    plan = plan_grid(grid, Assumptions(landscapes=1))
+    cells = {c.cell: c for c in plan.cells}
+    assert {c.model for c in plan.cells} == {"smollm2-135m", "gemma3-270m"}
+    assert cells["smollm2-135m-ppl-rank.p00-M7"].evaluations == (512, 512)

@@ -202,7 +202,7 @@ def test_a_cell_killed_with_9_loses_only_itself_and_its_rerun_is_the_same_cell(t
     from depthprune.grid.cases import load_grid
     from depthprune.grid.results import iter_results
     from depthprune.recipe import Session
-    from depthprune.grid.runner import objective_params, search_params
+    from depthprune.grid.runner import objective_params
 
     results = tmp_path / "results"
     store = results / "score-store.sqlite"
@@ -226,7 +226,7 @@ def test_a_cell_killed_with_9_loses_only_itself_and_its_rerun_is_the_same_cell(t
     try:
         session = Session.open(cell.model, dtype=grid.dtype, batch_size=grid.batch_size)
         alone = session.calibrate(cell.objective, **objective_params(grid, cell)).search(
-            cell.search, cell.budget, seed=cell.seed, params=search_params(grid, cell), share_memo=False)
+            cell.search, cell.budget, seed=cell.seed, params=grid.search_params(cell), share_memo=False)
     finally:
         torch.set_num_threads(threads)
     assert result["removed"] == list(alone.removed) and result["calibration_loss"] == alone.result.loss

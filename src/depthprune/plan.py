@@ -44,6 +44,7 @@ from depthprune.grid.cases import Cell, Grid
 from depthprune.objectives.base import grad_chunk_rows
 from depthprune.scoring import ENERGY, Request, replay_cost
 from depthprune.search import SEARCHERS, get_searcher
+from depthprune.search.base import Bounds, Searcher
 
 GIB = 1 << 30
 
@@ -592,78 +593,25 @@ def check_result(result: dict[str, Any], keep_best: int = 4) -> tuple[Simulated,
 
 # -- evaluations from the settings ---------------------------------------------------------------
 
-#: Searchers whose evaluation count the settings fix exactly (their layer-forwards still depend
-#: on which layers the losses make them remove).
-EXACT_EVALUATIONS = ("oneshot", "greedy", "cbo")
 #: Searchers the planner does not simulate (a GP fit per evaluation): bounds only.
 NOT_SIMULATED = ("bo",)
 
 
-@dataclass(frozen=True)
-class Bounds:
-    """Distinct sets a cell's cost counts, from the settings alone, and the most of each size."""
-
-    low: int
-    high: int
-    sizes: dict[int, int]  # set size -> most sets of that size (the dense set is size 0)
-    energy: bool = False  # cbo's gate-gradient passes (scoring.Scorer.energy)
-
-
 def evaluation_bounds(searcher: str, params: dict[str, Any], n_layers: int, budget: int) -> Bounds:
-    """Fewest and most distinct sets a grid cell's cost counts, derived from each searcher's code as
-    the grid runs it (the prior given and charged when used, nothing protected)."""
+    """Fewest and most distinct sets a grid cell's cost counts: the searcher's own rule
+    (:meth:`depthprune.search.base.Searcher.evaluation_bounds`), with the budget checked."""
     s = get_searcher(searcher, **params)
-    n, m = n_layers, budget
-    if not 0 < m < n:
-        raise ValueError(f"budget {m} is out of range for {n} layers; allowed 1..{n - 1}")
-    space = math.comb(n, m)
-    if searcher == "oneshot":  # the prior's singles, then the chosen set (already a single when M = 1)
-        sizes = {1: n, **({m: 1} if m > 1 else {})}
-        return Bounds(sum(sizes.values()), sum(sizes.values()), sizes)
-    if searcher == "greedy":  # step k scores the base plus every other layer
-        sizes = {k + 1: n - k for k in range(m)}
-        return Bounds(sum(sizes.values()), sum(sizes.values()), sizes)
-    if searcher == "beam":  # step 1: the singles; after: B parents x new layers, a pair of parents shares <= 1 child
-        lo, sizes, width = n, {1: n}, n
-        for k in range(2, m + 1):
-            parents = min(s.beam_width, width)
-            children = parents * (n - k + 1)
-            sizes[k] = min(math.comb(n, k), children)
-            lo += max(n - k + 1, children - math.comb(parents, 2))
-            width = sizes[k]
-        return Bounds(lo, sum(sizes.values()), sizes)
-    if searcher in ("ga", "bo"):  # the charged prior, then the first sets .. the evaluation limit
-        first = s.population if searcher == "ga" else s.initial_design
-        limit = space if s.max_evaluations is None else min(space, s.max_evaluations)
-        return Bounds(n + min(first, space), n + limit, {1: n, m: limit})
-    if searcher == "cbo":
-        top_k = min(s.top_k, space)
-        if s.energy_source in ("auto", "score"):  # the grid's Scorer offers energy(): dense + singles, then top_k
-            sizes = {0: 1, 1: n, m: top_k}
-            return Bounds(sum(sizes.values()), sum(sizes.values()), sizes, energy=True)
-        top = n if s.pair_top is None else min(n, s.pair_top)
-        pairs = math.comb(top, 2) if m >= 2 else 0
-        sizes = {0: 1, 1: n, 2: pairs + (top_k if m == 2 else 0), **({m: top_k} if m > 2 else {})}
-        return Bounds(1 + n + pairs, sum(sizes.values()), sizes)
-    if searcher == "fbs":
-        lmax = m if s.max_segment_length is None else min(m, s.max_segment_length)
-        sizes = {0: 1, 1: n}
-        for length in range(2, lmax + 1):
-            sizes[length] = min(s.segments_per_length, n - length + 1)
-        first = sum(sizes.values())
-        combined = min(space, s.candidates * (1 + s.max_rounds))
-        sizes[m] = sizes.get(m, 0) + combined
-        scored_m_segments = sizes.get(m, 0) - combined
-        lo = first + max(0, min(s.candidates, space) - scored_m_segments)
-        return Bounds(lo, first + combined, sizes)
-    if searcher == "random":  # n_sets distinct M-sets, no prior
-        k = min(s.n_sets, space)
-        return Bounds(k, k, {m: k})
-    if searcher == "bi":  # the dense pass's hidden states rank the blocks; the chosen set is scored
-        return Bounds(2, 2, {0: 1, m: 1})
-    if searcher in ("exhaustive", "rank"):  # rank enumerates every M-set as exhaustive does
-        return Bounds(space, space, {m: space})
-    raise ValueError(f"searcher {searcher!r} has no planning rule; allowed: {', '.join(SEARCHERS.names())}")
+    if not 0 < budget < n_layers:
+        raise ValueError(f"budget {budget} is out of range for {n_layers} layers; allowed 1..{n_layers - 1}")
+    try:
+        return s.evaluation_bounds(n_layers, budget)
+    except NotImplementedError:
+        raise ValueError(f"searcher {searcher!r} has no planning rule (Searcher.evaluation_bounds); "
+                         f"those with one: {', '.join(n for n in SEARCHERS.names() if _has_rule(n))}") from None
+
+
+def _has_rule(name: str) -> bool:
+    return SEARCHERS.get(name).evaluation_bounds is not Searcher.evaluation_bounds
 
 
 def forwards_bound(n_layers: int, bounds: Bounds) -> int:
@@ -849,7 +797,7 @@ def plan_cell(grid: Grid, cell: Cell, shape: ModelShape, a: Assumptions, gpu: GP
     ``rate``: a measured one, :func:`measured_rate`, instead of the GPU's peak at the assumed MFU)."""
     from depthprune.models import MODELS
 
-    params = grid.searcher_params.get(cell.search, {})
+    params = grid.search_params(cell)  # the cell's variant too (the real grid's rank panel samples 512 sets)
     n, m = shape.layers, cell.budget
     bounds = evaluation_bounds(cell.search, params, n, m)
     bound = forwards_bound(n, bounds)
@@ -927,7 +875,7 @@ def plan_grid(grid: Grid, assumptions: Assumptions | None = None, throughput: Th
         raise ValueError(f"gpus and landscapes must be >= 1, got {a.gpus} and {a.landscapes}")
     gpu = GPUS[a.gpu]
     measured, ratios = _measured_index(a.measured) if a.measured else ({}, {})
-    shapes = {m: model_shape(m) for m in grid.models}
+    shapes = {m: model_shape(m) for m in sorted({c.model for c in grid.cells()})}  # [[cells]] blocks add models
     for m, shape in shapes.items():
         known = MODELS[m].n_layers if m in MODELS else None
         if known is not None and known != shape.layers:
@@ -946,14 +894,14 @@ def plan_grid(grid: Grid, assumptions: Assumptions | None = None, throughput: Th
     groups: dict[tuple[str, str], list[CellPlan]] = {}
     for c in cells:
         groups.setdefault((c.model, c.objective), []).append(c)
-    dense_eval = {m: next(c for c in cells if c.model == m) for m in grid.models}
+    dense_eval = {m: next(c for c in cells if c.model == m) for m in shapes}
     dense_hours = {}
     for m, c in dense_eval.items():  # the dense model's evaluation, once per model: L blocks instead of L - M
         dense_hours[m] = (0.0 if c.eval_tflop is None
                           else c.eval_tflop * c.n_layers / (c.n_layers - c.budget) * 1e12 / rates[m].forward)
     run_hours = {k: sum(c.gpu_hours for c in v) - (len(v) - 1) * v[0].shared_tflop * 1e12 / rates[k[0]].forward
                  for k, v in groups.items()}
-    per_model = {m: sum(h for (mm, _), h in run_hours.items() if mm == m) + dense_hours[m] for m in grid.models}
+    per_model = {m: sum(h for (mm, _), h in run_hours.items() if mm == m) + dense_hours[m] for m in shapes}
     per_group = {f"{m}/{o}": h + dense_hours[m] for (m, o), h in run_hours.items()}
     plan = GridPlan(grid.name, a, gpu, shapes, cells)
     if throughput is not None:
@@ -973,7 +921,7 @@ def plan_grid(grid: Grid, assumptions: Assumptions | None = None, throughput: Th
         "gpu_hours_grid_run": sum(per_model.values()),
         "wall_hours_per_model": makespan(per_model.values(), a.gpus),
         "wall_hours_per_objective": makespan(per_group.values(), a.gpus),
-        "peak_gib_per_worker": {m: max(c.memory.peak for c in cells if c.model == m) for m in grid.models},
+        "peak_gib_per_worker": {m: max(c.memory.peak for c in cells if c.model == m) for m in shapes},
     }
     plan.notes = _notes(plan)
     return plan

@@ -172,6 +172,10 @@ class Grid:
             cells += _block_cells(self, block)
         return cells
 
+    def search_params(self, cell: Cell) -> dict[str, Any]:
+        """The searcher's parameters in ``cell``: the case file's [searcher.*] with the cell's variant over it."""
+        return {**self.searcher_params.get(cell.search, {}), **dict(cell.search_params)}
+
     def reference_dir(self, root: str | Path) -> Path:
         """Where this grid's references are: ``root``, or ``root/<name>`` for a slice (its ids repeat its main grid's)."""
         return Path(root) / self.name if self.kind == "slice" else Path(root)

@@ -73,18 +73,13 @@ def objective_params(grid: Grid, cell: Cell) -> dict[str, Any]:
     return params
 
 
-def search_params(grid: Grid, cell: Cell) -> dict[str, Any]:
-    """The case file's [searcher.*] with the cell's variant over it."""
-    return {**grid.searcher_params.get(cell.search, {}), **dict(cell.search_params)}
-
-
 def expected_settings(grid: Grid, cell: Cell, device: str, weights_dir: str) -> dict[str, Any]:
     """The settings a fresh run of ``cell`` would record, computed without loading the model
     (so a finished cell is recognised before anything is loaded)."""
     spec = MODELS[cell.model]
     profile = get_profile(spec.profile)
     objective = make_objective(cell.objective, profile, **objective_params(grid, cell))
-    resolved = get_searcher(cell.search, **search_params(grid, cell)).params()
+    resolved = get_searcher(cell.search, **grid.search_params(cell)).params()
     obj = objective.params()
     ident = Identity(
         grid=grid.name, model=cell.model, weights=weights_fingerprint(weights_dir, weights_file_in(spec, weights_dir)),
@@ -159,7 +154,7 @@ class GridRunner:
         calib = session.calibrate(cell.objective, **objective_params(grid, cell))
         eval_config = grid.eval_config(session.profile)
         dense = self.dense(grid, session, calib, eval_config)
-        outcome = calib.search(cell.search, cell.budget, seed=cell.seed, params=search_params(grid, cell))
+        outcome = calib.search(cell.search, cell.budget, seed=cell.seed, params=grid.search_params(cell))
         release_free_memory()  # the search's state caches and gradients are gone: hand their pages back
         evaluation = session.evaluate(outcome.removed, eval_config, cache_dir=self.eval_cache())
         release_free_memory()

@@ -5,8 +5,8 @@ proves is that the paper path *runs* and produces what it says it produces:
 
 * the result validates against the schema and is flagged ``stand_in``, with the cell's identity;
 * the removed set has M distinct layers of the real layer count;
-* the cost is what the searcher predicts (``Searcher.expected_evaluations``: exact for oneshot and
-  greedy, an upper bound otherwise) and what a replay of its requests through a private scorer
+* the cost is what the searcher predicts (:meth:`depthprune.search.base.Searcher.evaluation_bounds`:
+  exact where the settings fix it, within its bounds otherwise) and what a replay of its requests through a private scorer
   counts (:func:`depthprune.scoring.replay_cost`);
 * calibration shapes are the case file's (windows x tokens, items, the label answer form), every
   metric of the paper's evaluation is there, in range, over the predicted number of windows and
@@ -31,8 +31,6 @@ from depthprune.result import ResultError, validate
 from depthprune.scoring import replay_cost
 from depthprune.search import get_searcher
 
-#: searchers whose predicted evaluation count is exact (the others' is an upper bound)
-EXACT_EVALUATIONS = ("oneshot", "greedy")
 #: metrics the paper's evaluation must produce (plus <task>_acc per task)
 PPL_METRICS = ("wikitext2_ppl", "c4_ppl", "lambada_ppl", "lambada_acc", "avg_acc")
 ACC_NORM_TASKS = ("hellaswag", "arc_easy", "arc_challenge", "piqa")
@@ -119,14 +117,12 @@ def check_cost(result: dict[str, Any], grid: Grid, cell: Cell) -> list[str]:
     problems = []
     cost, n = result["cost"], result["n_layers"]
     searcher = get_searcher(cell.search, **grid.searcher_params.get(cell.search, {}))
-    predicted = searcher.expected_evaluations(n, cell.budget, 0)
-    charged = cost["prior_evaluations"]  # the shared prior's singles, charged to a searcher that used it
-    if predicted is not None:
-        if cell.search in EXACT_EVALUATIONS and cost["evaluations"] != predicted:
-            problems.append(f"{cost['evaluations']} evaluations, {cell.search} predicts exactly {predicted}")
-        elif cost["evaluations"] > predicted + charged:
-            problems.append(f"{cost['evaluations']} evaluations, above {cell.search}'s bound {predicted} "
-                            f"(+{charged} prior)")
+    bounds = searcher.evaluation_bounds(n, cell.budget)  # the searcher's own rule, as planning reads it
+    if bounds.exact and cost["evaluations"] != bounds.low:
+        problems.append(f"{cost['evaluations']} evaluations, {cell.search} predicts exactly {bounds.low}")
+    elif not bounds.low <= cost["evaluations"] <= bounds.high:
+        problems.append(f"{cost['evaluations']} evaluations, outside {cell.search}'s bounds "
+                        f"{bounds.low}..{bounds.high}")
     if cell.search == "cbo":  # gate-gradient passes sit between requests; the trace cannot place them
         return problems
     losses = {frozenset([i]): x for i, x in enumerate(result["prior"]) if x is not None}

@@ -36,6 +36,22 @@ from depthprune.params import check_ints
 ScoreFn = Callable[[frozenset[int]], float]
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """Distinct sets a grid cell's cost counts, from the settings alone (:meth:`Searcher.evaluation_bounds`),
+    and the most of each size. Planning (depthprune.plan) and the rehearsal read it; the searcher owns it."""
+
+    low: int
+    high: int
+    sizes: dict[int, int]  # set size -> most sets of that size (the dense set is size 0)
+    energy: bool = False  # cbo's gate-gradient passes (scoring.Scorer.energy)
+
+    @property
+    def exact(self) -> bool:
+        """The settings fix the count (the layer-forwards still depend on which layers the losses remove)."""
+        return self.low == self.high
+
+
 class EvaluationBudgetExhausted(Exception):
     """Raised inside a search when ``max_evaluations`` distinct sets have been scored."""
 
@@ -292,6 +308,11 @@ class Searcher(ABC):
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int | None:
         """Upper bound used to size the progress bar; None if unknown."""
         return None
+
+    def evaluation_bounds(self, n_layers: int, budget: int) -> Bounds:
+        """Fewest and most distinct sets a grid cell's cost counts (the prior given and charged when used,
+        nothing protected), derived from this searcher's code: planning and the rehearsal read it."""
+        raise NotImplementedError(f"searcher {self.name!r} has no planning rule (Searcher.evaluation_bounds)")
 
     @abstractmethod
     def run(self, ctx: SearchContext) -> Iterable[int]:

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.search.base import SearchContext, Searcher, register, set_key
+from depthprune.search.base import Bounds, SearchContext, Searcher, register, set_key
 
 
 @register
@@ -38,6 +38,18 @@ class BeamSearcher(Searcher):
         super().__post_init__()
         if isinstance(self.beam_width, bool) or not isinstance(self.beam_width, int) or self.beam_width < 1:
             raise ValueError(f"beam: beam_width must be a positive integer, got {self.beam_width!r}")
+
+    def evaluation_bounds(self, n_layers: int, budget: int) -> Bounds:
+        """Step 1: the singles; after: B parents x new layers, and a pair of parents shares <= 1 child."""
+        n = n_layers
+        low, sizes, width = n, {1: n}, n
+        for k in range(2, budget + 1):
+            parents = min(self.beam_width, width)
+            children = parents * (n - k + 1)
+            sizes[k] = min(math.comb(n, k), children)
+            low += max(n - k + 1, children - math.comb(parents, 2))
+            width = sizes[k]
+        return Bounds(low, sum(sizes.values()), sizes)
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int:
         n = n_layers - n_protected

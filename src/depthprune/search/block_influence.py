@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.search.base import SearchContext, Searcher, register
+from depthprune.search.base import Bounds, SearchContext, Searcher, register
 
 METRICS = ("cosine", "angular")
 
@@ -42,6 +42,10 @@ class BlockInfluenceSearcher(Searcher):
         super().__post_init__()
         if self.metric not in METRICS:
             raise ValueError(f"bi: metric must be one of {METRICS}, got {self.metric!r}")
+
+    def evaluation_bounds(self, n_layers: int, budget: int) -> Bounds:
+        """The dense pass's hidden states rank the blocks; the chosen set is scored."""
+        return Bounds(2, 2, {0: 1, budget: 1})
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int:
         return 1

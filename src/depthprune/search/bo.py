@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from depthprune.params import check_ints
-from depthprune.search.base import EvaluationBudgetExhausted, SearchContext, Searcher, rank_key, register, set_key
+from depthprune.search.base import Bounds, EvaluationBudgetExhausted, SearchContext, Searcher, rank_key, register, set_key
 from depthprune.search.ga import PRIORS, prior_weights, usable_prior, weighted_sample
 
 
@@ -112,6 +112,12 @@ class BayesOptSearcher(Searcher):
             raise ValueError(f"bo: temperature must be > 0 or None, got {self.temperature!r}")
         if not self.log_prior_floor > 0:
             raise ValueError(f"bo: log_prior_floor must be > 0, got {self.log_prior_floor!r}")
+
+    def evaluation_bounds(self, n_layers: int, budget: int) -> Bounds:
+        """The charged prior, then the initial design .. the evaluation limit."""
+        space = math.comb(n_layers, budget)
+        limit = space if self.max_evaluations is None else min(space, self.max_evaluations)
+        return Bounds(n_layers + min(self.initial_design, space), n_layers + limit, {1: n_layers, budget: limit})
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int | None:
         n = n_layers - n_protected

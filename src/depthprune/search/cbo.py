@@ -42,7 +42,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from depthprune.search.base import SearchContext, Searcher, rank_key, register, set_key
+from depthprune.search.base import Bounds, SearchContext, Searcher, rank_key, register, set_key
 
 ENERGY_SOURCES = ("auto", "score", "pairs")
 
@@ -91,6 +91,20 @@ class CBOSearcher(Searcher):
             raise ValueError(f"cbo: enumerate_limit must be a non-negative integer, got {self.enumerate_limit!r}")
         if not self.penalty_scale > 0:
             raise ValueError(f"cbo: penalty_scale must be > 0, got {self.penalty_scale!r}")
+
+    def evaluation_bounds(self, n_layers: int, budget: int) -> Bounds:
+        """With the grid's energy (``auto``/``score``: the Scorer offers it): dense + singles, then the top
+        ``top_k``; from scores alone: dense, singles and pairs (of the ``pair_top`` best singles), then top_k."""
+        n, m = n_layers, budget
+        space = math.comb(n, m)
+        top_k = min(self.top_k, space)
+        if self.energy_source in ("auto", "score"):
+            sizes = {0: 1, 1: n, m: top_k}
+            return Bounds(sum(sizes.values()), sum(sizes.values()), sizes, energy=True)
+        top = n if self.pair_top is None else min(n, self.pair_top)
+        pairs = math.comb(top, 2) if m >= 2 else 0
+        sizes = {0: 1, 1: n, 2: pairs + (top_k if m == 2 else 0), **({m: top_k} if m > 2 else {})}
+        return Bounds(1 + n + pairs, sum(sizes.values()), sizes)
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int:
         n = n_layers - n_protected

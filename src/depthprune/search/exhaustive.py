@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from depthprune.params import check_ints
-from depthprune.search.base import SearchContext, Searcher, register, set_key
+from depthprune.search.base import Bounds, SearchContext, Searcher, register, set_key
 
 
 @register
@@ -27,6 +27,11 @@ class ExhaustiveSearcher(Searcher):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_ints("exhaustive", self, {"max_sets": 1, "batch_size": 1})
+
+    def evaluation_bounds(self, n_layers: int, budget: int) -> Bounds:
+        """Every M-set."""
+        space = math.comb(n_layers, budget)
+        return Bounds(space, space, {budget: space})
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int:
         return math.comb(n_layers - n_protected, budget)

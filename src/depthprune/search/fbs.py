@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from depthprune.params import check_ints
-from depthprune.search.base import SearchContext, Searcher, rank_key, register, set_key
+from depthprune.search.base import Bounds, SearchContext, Searcher, rank_key, register, set_key
 
 Segment = tuple[int, ...]
 
@@ -67,6 +67,21 @@ class FastBlockSelectSearcher(Searcher):
 
     def _lmax(self, budget: int) -> int:
         return budget if self.max_segment_length is None else min(budget, self.max_segment_length)
+
+    def evaluation_bounds(self, n_layers: int, budget: int) -> Bounds:
+        """Dense, singles and segments per length, then the combined candidates over its rounds."""
+        n, m = n_layers, budget
+        space = math.comb(n, m)
+        lmax = m if self.max_segment_length is None else min(m, self.max_segment_length)
+        sizes = {0: 1, 1: n}
+        for length in range(2, lmax + 1):
+            sizes[length] = min(self.segments_per_length, n - length + 1)
+        first = sum(sizes.values())
+        combined = min(space, self.candidates * (1 + self.max_rounds))
+        sizes[m] = sizes.get(m, 0) + combined
+        scored_m_segments = sizes.get(m, 0) - combined
+        low = first + max(0, min(self.candidates, space) - scored_m_segments)
+        return Bounds(low, first + combined, sizes)
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int:
         n = n_layers - n_protected

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from depthprune.params import check_ints
-from depthprune.search.base import EvaluationBudgetExhausted, SearchContext, Searcher, register, set_key
+from depthprune.search.base import Bounds, EvaluationBudgetExhausted, SearchContext, Searcher, register, set_key
 
 
 def prior_weights(prior: Sequence[float], items: Sequence[int], temperature: float | None) -> list[float]:
@@ -150,6 +150,12 @@ class GeneticSearcher(Searcher):
             raise ValueError(f"ga: mutation_rate must be in [0, 1], got {self.mutation_rate!r}")
         if self.temperature is not None and not self.temperature > 0:
             raise ValueError(f"ga: temperature must be > 0 or None, got {self.temperature!r}")
+
+    def evaluation_bounds(self, n_layers: int, budget: int) -> Bounds:
+        """The charged prior, then the first population .. the evaluation limit."""
+        space = math.comb(n_layers, budget)
+        limit = space if self.max_evaluations is None else min(space, self.max_evaluations)
+        return Bounds(n_layers + min(self.population, space), n_layers + limit, {1: n_layers, budget: limit})
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int | None:
         n = n_layers - n_protected

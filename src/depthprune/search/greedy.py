@@ -8,10 +8,11 @@ Cost: about M*L evaluations.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.search.base import SearchContext, Searcher, argmin_set, register
+from depthprune.search.base import Bounds, SearchContext, Searcher, argmin_set, register
 
 
 @register
@@ -19,6 +20,11 @@ from depthprune.search.base import SearchContext, Searcher, argmin_set, register
 class GreedySearcher(Searcher):
     name: ClassVar[str] = "greedy"
     order: ClassVar[int] = 1  # position in report tables
+
+    def evaluation_bounds(self, n_layers: int, budget: int) -> Bounds:
+        """Step k scores the base plus every other layer."""
+        sizes = {k + 1: n_layers - k for k in range(budget)}
+        return Bounds(sum(sizes.values()), sum(sizes.values()), sizes)
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int:
         n = n_layers - n_protected

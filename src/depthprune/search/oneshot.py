@@ -7,10 +7,11 @@ Cost: L single-layer evaluations (the shared prior) plus one for the chosen set.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.search.base import SearchContext, Searcher, register
+from depthprune.search.base import Bounds, SearchContext, Searcher, register
 
 
 @register
@@ -18,6 +19,11 @@ from depthprune.search.base import SearchContext, Searcher, register
 class OneShotSearcher(Searcher):
     name: ClassVar[str] = "oneshot"
     order: ClassVar[int] = 0  # position in report tables
+
+    def evaluation_bounds(self, n_layers: int, budget: int) -> Bounds:
+        """The prior's singles, then the chosen set (already a single when M = 1)."""
+        sizes = {1: n_layers, **({budget: 1} if budget > 1 else {})}
+        return Bounds(sum(sizes.values()), sum(sizes.values()), sizes)
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int:
         return n_layers - n_protected + 1

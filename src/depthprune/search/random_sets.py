@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.search.base import SearchContext, Searcher, argmin_set, register
+from depthprune.search.base import Bounds, SearchContext, Searcher, argmin_set, register
 
 
 @register
@@ -34,6 +34,11 @@ class RandomSetsSearcher(Searcher):
         super().__post_init__()
         if isinstance(self.n_sets, bool) or not isinstance(self.n_sets, int) or self.n_sets < 1:
             raise ValueError(f"random: n_sets must be an integer >= 1, got {self.n_sets!r}")
+
+    def evaluation_bounds(self, n_layers: int, budget: int) -> Bounds:
+        """``n_sets`` distinct M-sets, no prior."""
+        k = min(self.n_sets, math.comb(n_layers, budget))
+        return Bounds(k, k, {budget: k})
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int:
         bound = min(self.n_sets, math.comb(n_layers - n_protected, budget))

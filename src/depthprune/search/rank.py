@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from depthprune.params import check_ints
-from depthprune.search.base import SearchContext, Searcher, rank_key, register, set_key
+from depthprune.search.base import Bounds, SearchContext, Searcher, rank_key, register, set_key
 from depthprune.search.exhaustive import score_every_set
 
 
@@ -55,6 +55,12 @@ class RankSearcher(Searcher):
         if isinstance(self.q, bool) or not isinstance(self.q, (int, float)) or not 0.0 <= self.q <= 1.0:
             raise ValueError(f"rank: q must be a number in [0, 1], got {self.q!r}")
         check_ints("rank", self, {"max_sets": 1, "batch_size": 1, "sample": 0, "sample_seed": 0})
+
+    def evaluation_bounds(self, n_layers: int, budget: int) -> Bounds:
+        """Every M-set, or its ``sample`` of them."""
+        space = math.comb(n_layers, budget)
+        k = min(self.sample, space) if self.sample else space
+        return Bounds(k, k, {budget: k})
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int:
         total = math.comb(n_layers - n_protected, budget)
