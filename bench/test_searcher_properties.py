@@ -22,11 +22,25 @@ from hypothesis import strategies as st
 
 try:
     from searcher_strategies import (
-        PROFILE, Objective, Problem, brute_force, examples, param_variants, problems, rank,
+        PROFILE,
+        Objective,
+        Problem,
+        brute_force,
+        examples,
+        param_variants,
+        problems,
+        rank,
     )
 except ImportError:  # pragma: no cover - when bench/ is imported as a package
     from bench.searcher_strategies import (
-        PROFILE, Objective, Problem, brute_force, examples, param_variants, problems, rank,
+        PROFILE,
+        Objective,
+        Problem,
+        brute_force,
+        examples,
+        param_variants,
+        problems,
+        rank,
     )
 
 from depthprune.search import SEARCHERS, get_searcher

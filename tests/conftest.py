@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures import write_jsonl, write_model_dir, random_text
+from tests.fixtures import random_text, write_jsonl, write_model_dir
 
 
 @pytest.fixture(scope="session")

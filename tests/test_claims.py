@@ -133,7 +133,10 @@ def test_5_1b_depth_not_measured_without_ppl():
 EFFECTS = [-0.01, -0.005, 0.0, 0.005, 0.01]  # the searchers' own effect on accuracy
 
 
-def shares_grid(ppl_objective_effect=math.log(2), ppl_searcher_step=0.001, acc_objective_effect=0.014):
+LOG2 = math.log(2)
+
+
+def shares_grid(ppl_objective_effect=LOG2, ppl_searcher_step=0.001, acc_objective_effect=0.014):
     """Five searchers x two objectives, additive: log c4_ppl = objective + searcher, same for accuracy.
     With acc_objective_effect = 0.014 the objective's and the searchers' sums of squares on accuracy
     are equal (5 * 0.014^2 / 2 = 2 * sum(EFFECTS^2))."""

@@ -6,10 +6,9 @@ import json
 import os
 import subprocess
 import sys
-
-import pytest
 from importlib import metadata
 
+import pytest
 from transformers import AutoModelForCausalLM
 
 from depthprune.cli import main

@@ -16,9 +16,19 @@ import pytest
 
 from depthprune import device_check
 from depthprune.cli import main as cli
-from depthprune.plan import (FORWARD_PHASES, GPUS, SHAPES, Assumptions, calibration_tokens, load_throughput,
-                             measured_rate, model_shape, phase_flops, plan_grid)
 from depthprune.grid.cases import load_grid
+from depthprune.plan import (
+    FORWARD_PHASES,
+    GPUS,
+    SHAPES,
+    Assumptions,
+    calibration_tokens,
+    load_throughput,
+    measured_rate,
+    model_shape,
+    phase_flops,
+    plan_grid,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = ("build", "dense", "head", "gate_weights", "gate_gradient", "prior", "oneshot", "greedy", "cbo")

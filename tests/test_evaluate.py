@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from depthprune.evaluate import EvalConfig, evaluate, windows_perplexity
+from depthprune.evaluate import evaluate, windows_perplexity
 from depthprune.masking import prune_layers
 from depthprune.profiles import TINY
 from tests.fixtures import char_tokenizer, random_model
@@ -87,7 +87,7 @@ def test_windows_perplexity_runs_the_head_in_chunks():
     for chunk in (1, 7, 10_000):
         rows: list[int] = []
         hook = model.get_output_embeddings().register_forward_hook(
-            lambda m, a, out: rows.append(out.numel() // vocab))
+            lambda m, a, out, rows=rows: rows.append(out.numel() // vocab))
         try:
             ppl, tokens = windows_perplexity(model, windows, batch_size=4, chunk_tokens=chunk)
         finally:

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from depthprune.data import load_choice_items
-from depthprune.profiles import PAPER, get_profile
 from depthprune.masking import skip_layers
 from depthprune.objectives import make_objective
+from depthprune.profiles import PAPER, get_profile
 from depthprune.scoring import Scorer
 from tests.fixtures import char_tokenizer, random_model, random_text, write_jsonl
 

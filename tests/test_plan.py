@@ -12,11 +12,23 @@ import pytest
 
 from depthprune.cli import main
 from depthprune.grid.cases import load_grid
-from depthprune.plan import (Assumptions, NotRecorded, RecordedLosses, SyntheticLandscape, check_result,
-                             evaluation_bounds, forwards_bound, makespan, model_shape, plan_grid, simulate)
+from depthprune.plan import (
+    Assumptions,
+    NotRecorded,
+    RecordedLosses,
+    SyntheticLandscape,
+    check_result,
+    evaluation_bounds,
+    forwards_bound,
+    makespan,
+    model_shape,
+    plan_grid,
+    simulate,
+)
 from depthprune.scoring import Scorer
 from depthprune.search import SEARCHERS, get_searcher
 from depthprune.search.base import Bounds, Searcher
+
 ROOT = Path(__file__).resolve().parent.parent
 
 BUDGET = 3

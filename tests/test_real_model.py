@@ -14,7 +14,15 @@ import importlib.util
 import pytest
 import torch
 
-from depthprune.models import MODELS, WeightsUnavailable, gguf_file_in, locate, package_dir, resolve_dtype, weights_file_in
+from depthprune.models import (
+    MODELS,
+    WeightsUnavailable,
+    gguf_file_in,
+    locate,
+    package_dir,
+    resolve_dtype,
+    weights_file_in,
+)
 
 SPEC = MODELS["smollm2-135m"]
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"

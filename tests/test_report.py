@@ -8,9 +8,9 @@ import re
 import pytest
 
 from depthprune.grid.results import write_result
-from depthprune.report import write_report
 from depthprune.report import analysis as A
 from depthprune.report import verdicts as V
+from depthprune.report import write_report
 from tests.fixtures import result_v2
 
 

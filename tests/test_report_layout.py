@@ -14,7 +14,7 @@ from depthprune.report import claims as C
 from depthprune.report import intervals as I
 from depthprune.report import verdicts as V
 from depthprune.report.variance import share_rows
-from depthprune.report.wrap import WIDTH, _RISKY, wrap_markdown
+from depthprune.report.wrap import _RISKY, WIDTH, wrap_markdown
 from tests.noise_grids import grid_results
 
 ROOT = Path(__file__).resolve().parent.parent

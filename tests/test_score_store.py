@@ -150,9 +150,8 @@ def test_a_warm_store_changes_what_runs_not_the_results_or_their_count(session, 
 def test_a_given_energy_is_the_computed_one():
     """cbo on a fork given another search's energy: the same set, loss, trace and request log
     (hence the same replayed cost) as on a fork that computes it, with no gradient pass run."""
-    from tests.test_cost import N_LAYERS, _scorer
-
     from depthprune.search import get_searcher
+    from tests.test_cost import N_LAYERS, _scorer
 
     base = _scorer(verify=False)
     prior = [base(frozenset([i])) for i in range(N_LAYERS)]
@@ -201,8 +200,8 @@ def test_a_cell_killed_with_9_loses_only_itself_and_its_rerun_is_the_same_cell(t
     is whole; the rerun takes the killed run's sets from it and returns what a run with no store does."""
     from depthprune.grid.cases import load_grid
     from depthprune.grid.results import iter_results
-    from depthprune.recipe import Session
     from depthprune.grid.runner import objective_params
+    from depthprune.recipe import Session
 
     results = tmp_path / "results"
     store = results / "score-store.sqlite"

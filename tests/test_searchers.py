@@ -60,7 +60,7 @@ class Many:
 
 def optimum(f, n: int, m: int, protected=frozenset()) -> tuple[tuple[int, ...], float]:  # noqa: ANN001
     best = min(
-        ((rank_key(f(frozenset(c))), c) for c in itertools.combinations([i for i in range(n) if i not in protected], m))
+        (rank_key(f(frozenset(c))), c) for c in itertools.combinations([i for i in range(n) if i not in protected], m)
     )
     return best[1], best[0]
 

@@ -11,8 +11,14 @@ import pytest
 
 from depthprune.grid.cases import Cell, load_grid
 from depthprune.grid.reference import compare, make_reference
-from depthprune.grid.results import (STAND_IN_DIR_MARKER, ResultError, claim_results_dir, iter_dense, iter_results,
-                                     write_result)
+from depthprune.grid.results import (
+    STAND_IN_DIR_MARKER,
+    ResultError,
+    claim_results_dir,
+    iter_dense,
+    iter_results,
+    write_result,
+)
 from depthprune.models import STAND_IN_MARKER
 from tests.fixtures import result_v2
 

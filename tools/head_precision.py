@@ -6,11 +6,16 @@ the argmin of greedy's first two steps and the order of every pair of candidate 
 
     python tools/head_precision.py smollm2-135m [out.json]      (DESIGN.md, "Numeric precision")
 """
-import sys, time, itertools, json
+import itertools
+import json
+import sys
+import time
+
 import torch
+
 torch.set_num_threads(2)
-from depthprune.recipe import Session
 from depthprune.objectives.base import OutputHead
+from depthprune.recipe import Session
 from depthprune.scoring import Scorer
 
 model_id = sys.argv[1] if len(sys.argv) > 1 else "smollm2-135m"
@@ -29,6 +34,7 @@ if model_id.startswith("tiny"):
     params = {"ppl": dict(dataset="c4_train", n_samples=32, seq_len=128, seed=0),
               "margin": dict(dataset="commonsense170k", n_items=128, seed=0, answer="cloze")}
 from depthprune.objectives import make_objective
+
 out = {}
 for name, p in params.items():
     obj = make_objective(name, s.profile, **p)
@@ -40,7 +46,8 @@ for name, p in params.items():
         sc = Scorer(s.model, batches, obj)
         L = sc.n_layers
         d = {frozenset(): sc.dense_loss}
-        for i in range(L): d[frozenset([i])] = sc(frozenset([i]))
+        for i in range(L):
+            d[frozenset([i])] = sc(frozenset([i]))
         losses[head] = (sc, d, time.perf_counter() - t)
     OutputHead._product = fp32_product
     # step 1 decisions on both heads, step 2 from each head's own argmin
@@ -54,12 +61,14 @@ for name, p in params.items():
     rel = [abs(x - y) / abs(y) for x, y in zip(la, lb)]
     # step 2
     pairs = [frozenset([ib, j]) for j in range(L) if j != ib]
-    pa = [losses["bf16"][0](p) for p in pairs]; pb = [losses["fp32"][0](p) for p in pairs]
+    pa = [losses["bf16"][0](p) for p in pairs]
+    pb = [losses["fp32"][0](p) for p in pairs]
     ja, jb = min(range(len(pairs)), key=pa.__getitem__), min(range(len(pairs)), key=pb.__getitem__)
     srt2 = sorted(pb)
     # rank agreement of all candidate losses
     from scipy.stats import kendalltau
-    tau1 = kendalltau(la, lb).statistic; tau2 = kendalltau(pa, pb).statistic
+    tau1 = kendalltau(la, lb).statistic
+    tau2 = kendalltau(pa, pb).statistic
     flips = sum(1 for (x1, y1), (x2, y2) in itertools.combinations(list(zip(la + pa, lb + pb)), 2)
                 if (x1 - x2) * (y1 - y2) < 0)
     out[name] = dict(dense=(a[frozenset()], b[frozenset()]), dense_rel=abs(a[frozenset()] - b[frozenset()]) / abs(b[frozenset()]),

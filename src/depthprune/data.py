@@ -15,7 +15,6 @@ Protocols (the paper's, after GPTQ/SLEB):
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import warnings
@@ -345,7 +344,7 @@ def parse_commonsense_record(
     if answer not in ANSWER_STYLES:
         raise ValueError(f"answer must be one of {ANSWER_STYLES}, got {answer!r}")
     m = None
-    for m in _FORMAT_RE.finditer(instruction):
+    for m in _FORMAT_RE.finditer(instruction):  # noqa: B007 - the last match is wanted
         pass
     if m is None:
         raise ValueError(f"no 'Answer format:' line in instruction: {instruction[-120:]!r}")

@@ -70,8 +70,16 @@ from depthprune.env import write_json_atomic
 from depthprune.gates import energy_passes, gate_gradient, reduce_weights
 from depthprune.objectives.base import Batch
 from depthprune.objectives.ppl import PerplexityObjective
-from depthprune.plan import (SHAPES, THROUGHPUT_SCHEMA, GPUS, ModelShape, SyntheticLandscape, gpu_kind, phase_flops,
-                             simulate)
+from depthprune.plan import (
+    GPUS,
+    SHAPES,
+    THROUGHPUT_SCHEMA,
+    ModelShape,
+    SyntheticLandscape,
+    gpu_kind,
+    phase_flops,
+    simulate,
+)
 from depthprune.recipe import Calibration
 from depthprune.scoring import Scorer
 from depthprune.search import get_searcher
@@ -592,7 +600,10 @@ class Check:
 # -- what the device tool carries ----------------------------------------------------------------------
 
 
-def tree_bytes(root: str | Path = Path(__file__).resolve().parents[2]) -> tuple[int, int]:
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def tree_bytes(root: str | Path = _CHECKOUT) -> tuple[int, int]:
     """(bytes, files) the device tool sends: tracked files plus untracked ones git does not ignore
     (of the checkout this module lives in, by default)."""
     listing = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,

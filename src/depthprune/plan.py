@@ -940,7 +940,7 @@ def _notes(plan: GridPlan) -> list[str]:
     for c in plan.cells:
         if c.memory.peak > gpu.memory_gib:
             over.setdefault((c.model, c.memory.phase, f"{c.memory.peak:.1f}"), []).append(c.cell)
-    for (model, phase, peak), ids in over.items():
+    for (_model, phase, peak), ids in over.items():
         notes.append(f"{', '.join(ids)}: estimated peak {peak} GiB ({phase}) exceeds the {gpu.memory_gib:g} GiB "
                      f"of an {gpu.name}.")
     if any(c.eval_tflop is None for c in plan.cells):

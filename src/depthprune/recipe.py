@@ -49,10 +49,19 @@ from typing import Any
 import torch
 
 from depthprune.env import code_fingerprint, environment, library_versions, write_json_atomic
-from depthprune.masking import prune_layers
 from depthprune.evaluate import EvalConfig, EvalResult, evaluate
-from depthprune.models import (STAND_IN_MARKER, ModelSpec, is_stand_in, load_model, locate, resolve, resolve_device,
-                               resolve_dtype, weights_file_in)
+from depthprune.masking import prune_layers
+from depthprune.models import (
+    STAND_IN_MARKER,
+    ModelSpec,
+    is_stand_in,
+    load_model,
+    locate,
+    resolve,
+    resolve_device,
+    resolve_dtype,
+    weights_file_in,
+)
 from depthprune.objectives import Objective, make_objective
 from depthprune.profiles import Profile, get_profile
 from depthprune.result import SCHEMA, Identity, fingerprint, to_json

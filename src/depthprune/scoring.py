@@ -28,7 +28,7 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn

@@ -23,6 +23,7 @@ hold for every precision and live in ``reference/<cell>.json``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -117,7 +118,8 @@ def _numerics(environment: dict[str, Any] | None) -> tuple[Any, Any]:
     return (env.get("kernels") or {}).get("bf16_matmul_kernel"), env.get("torch_threads")
 
 
-def jaccard(a: list[int], b: list[int]) -> float:
+def jaccard(a: Sequence[int], b: Sequence[int]) -> float:
+    """|a ∩ b| / |a ∪ b| of two removed sets (1.0 for two empty ones)."""
     sa, sb = set(a), set(b)
     return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
 

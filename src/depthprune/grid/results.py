@@ -26,8 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from depthprune.env import write_json_atomic
-from depthprune.result import (REQUIRED_FIELDS, ResultError, ResultFileError, read_dense, read_result, read_result_file,
-                               to_json)
+from depthprune.result import (
+    REQUIRED_FIELDS,
+    ResultError,
+    ResultFileError,
+    read_dense,
+    read_result,
+    read_result_file,
+    to_json,
+)
 
 __all__ = ["STAND_IN_DIR_MARKER", "ResultError", "claim_results_dir", "cell_path", "dense_path", "iter_dense", "iter_results", "load_finished",
            "ResultFileError", "read_result", "write_result"]

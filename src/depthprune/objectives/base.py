@@ -242,8 +242,8 @@ class Objective(ABC):
     def reduce(self, stats: list[torch.Tensor]) -> torch.Tensor:
         """Combine the statistics of all micro-batches into the scalar loss."""
 
-    def set_reference(self, index: int, hidden: torch.Tensor, batch: Batch, head: OutputHead) -> None:
-        """Receive the dense model's hidden states of micro-batch ``index`` (if needed)."""
+    def set_reference(self, index: int, hidden: torch.Tensor, batch: Batch, head: OutputHead) -> None:  # noqa: B027
+        """Receive the dense model's hidden states of micro-batch ``index`` (if needed; optional, so not abstract)."""
 
     def protocol(self) -> dict[str, Any]:
         """How the calibration data was built (recorded with results)."""

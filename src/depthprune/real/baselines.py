@@ -37,7 +37,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _stopwords() -> frozenset[str]:
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 

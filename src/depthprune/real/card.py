@@ -9,7 +9,6 @@ without measuring anything.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 

@@ -31,16 +31,17 @@ from depthprune.report import readme as R
 from depthprune.report import tables as T
 from depthprune.report import verdicts as V
 from depthprune.report.baselines import BASELINES, render_baselines, render_task_baselines
-from depthprune.task_baselines import FROZEN as TASK_BASELINES
-from depthprune.task_baselines import chance as task_chance
 from depthprune.report.calibration_curve import find_curves, render_curves
-from depthprune.report.cells import fmt as _f, table as _fit_table
+from depthprune.report.cells import fmt as _f
+from depthprune.report.cells import table as _fit_table
 from depthprune.report.claims import judge_all, load_thresholds, render_claims
 from depthprune.report.controls import is_control, render_controls
 from depthprune.report.grids import DeclaredGrid, declared_grids, partial_grids, partial_lines
 from depthprune.report.precision import render_precision
 from depthprune.report.variance import share_rows
 from depthprune.report.wrap import wrap_markdown
+from depthprune.task_baselines import FROZEN as TASK_BASELINES
+from depthprune.task_baselines import chance as task_chance
 
 #: the first line of every page written under reports/: how a stale one is told from a hand-written file
 GENERATED = "<!-- written by `depthprune report` with REPORT.md; do not edit by hand -->"

@@ -19,13 +19,14 @@ import math
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
+from depthprune.grid.reference import jaccard  # one definition: the grid's check and the report share it
 from depthprune.report.noise import outcome_bits
 
 MIN_DISTINCT_FOR_SPEARMAN = 5
@@ -49,11 +50,6 @@ def by_condition(results: Iterable[dict[str, Any]]) -> dict[Condition, list[dict
     for rows in out.values():
         rows.sort(key=lambda r: (searcher_rank(r["search"]), r["search"], r["search_seed"], r["variant"]))
     return dict(sorted(out.items()))
-
-
-def jaccard(a: Sequence[int], b: Sequence[int]) -> float:
-    sa, sb = set(a), set(b)
-    return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
 
 
 def mean_pairwise_jaccard(sets: Sequence[Sequence[int]]) -> float:

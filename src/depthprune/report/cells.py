@@ -17,10 +17,6 @@ def fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-def pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
-
-
 def layers(removed: Sequence[int]) -> str:
     return ",".join(map(str, sorted(removed)))
 

@@ -44,7 +44,6 @@ from __future__ import annotations
 import copy
 import math
 import sys
-import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field

@@ -17,7 +17,9 @@ from typing import Any
 
 from depthprune.report import analysis as A
 from depthprune.report import tables as T
-from depthprune.report.cells import fmt as _f, layers as _layers, table as _fit
+from depthprune.report.cells import fmt as _f
+from depthprune.report.cells import layers as _layers
+from depthprune.report.cells import table as _fit
 
 Key = tuple[str, str, str, int]  # model, objective, searcher, budget
 

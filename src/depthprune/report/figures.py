@@ -14,8 +14,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib import ticker  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 
 from depthprune.report.analysis import Condition, searcher_rank  # noqa: E402
 

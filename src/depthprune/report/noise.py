@@ -211,6 +211,3 @@ def window_blocks(results: Sequence[dict[str, Any]], dataset: str = "c4") -> lis
         return None
     return [Outcomes.from_units(np.array(rows, dtype=float).T)]
 
-
-def item_summary(blocks: Sequence[Outcomes]) -> dict[str, int]:
-    return {"items": sum(b.n_units for b in blocks), "clusters": sum(b.n_clusters for b in blocks)}

@@ -17,7 +17,9 @@ from typing import Any
 
 from depthprune.report import analysis as A
 from depthprune.report import intervals as I
-from depthprune.report.cells import fmt as _f, layers as _layers, table as _fit
+from depthprune.report.cells import fmt as _f
+from depthprune.report.cells import layers as _layers
+from depthprune.report.cells import table as _fit
 
 PPL_SHORT = {"wikitext2": "wiki2"}
 TASK_SHORT = {"hellaswag": "HS", "winogrande": "WG", "arc_easy": "ARC-e", "arc_challenge": "ARC-c",

@@ -30,8 +30,8 @@ from typing import Any, ClassVar
 
 from tqdm.auto import tqdm
 
-from depthprune.registry import Registry
 from depthprune.params import check_ints
+from depthprune.registry import Registry
 
 ScoreFn = Callable[[frozenset[int]], float]
 

@@ -37,7 +37,15 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from depthprune.params import check_ints
-from depthprune.search.base import Bounds, EvaluationBudgetExhausted, SearchContext, Searcher, rank_key, register, set_key
+from depthprune.search.base import (
+    Bounds,
+    EvaluationBudgetExhausted,
+    SearchContext,
+    Searcher,
+    rank_key,
+    register,
+    set_key,
+)
 from depthprune.search.ga import PRIORS, prior_weights, usable_prior, weighted_sample
 
 

@@ -8,7 +8,6 @@ Cost: about M*L evaluations.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 

@@ -7,7 +7,6 @@ Cost: L single-layer evaluations (the shared prior) plus one for the chosen set.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 

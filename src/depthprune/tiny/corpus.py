@@ -31,13 +31,28 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from . import items as I
-from .world import (CLASS_ESCAPE, CLASSES, CLASS_NAMES, COLOURS, CONTAINER_SIZE, FOODS, ITEM_SIZE, JOBS,
-                    MATERIALS, MATERIAL_NAMES,
-                    NUMBER_WORDS, PROPERTY_TEXT, REGION_TEXT, SCRIPTS, TOOLS, TOOL_NAMES,
-                    Person, World)
+from .world import (
+    CLASS_ESCAPE,
+    CLASS_NAMES,
+    CLASSES,
+    CONTAINER_SIZE,
+    FOODS,
+    ITEM_SIZE,
+    JOBS,
+    MATERIAL_NAMES,
+    MATERIALS,
+    NUMBER_WORDS,
+    PROPERTY_TEXT,
+    REGION_TEXT,
+    SCRIPTS,
+    TOOL_NAMES,
+    TOOLS,
+    Person,
+    World,
+)
 
 cap, an, num = I.cap, I.an, I.num
 
@@ -162,7 +177,7 @@ def doc_life(world: World, rng: random.Random, split: str) -> str:
         out.append(f"In the evening, {p.first} often visits {p.pos} friend {q.first}, who is {an(q.job)} in "
                    f"{world.town_of(q).name}.")
         out.append(rng.choice([f"{q.first} always tells stories about {JOBS[q.job]['place']}.",
-                               f"They drink tea and talk about the day."]))
+                               "They drink tea and talk about the day."]))
     if rng.random() < 0.5:
         gen = rng.choice(["Making tea", "Washing clothes"])
         out.append(f"On {rng.choice(WEEKDAYS)}s {p.first} stays at home.")
@@ -531,7 +546,7 @@ def qa_pairs(world: World, rng: random.Random, split: str) -> list[tuple[str, st
         older = a if a.age > b.age else b
         younger = b if older is a else a
         out += [(f"Who is older, {a.first} or {b.first}?", older.first if a.age != b.age else "they are the same age"),
-                (f"Who is younger?", younger.first if a.age != b.age else "neither"),
+                ("Who is younger?", younger.first if a.age != b.age else "neither"),
                 (f"In which part of the country does {b.first} live?", f"the {tb.region}"),
                 (f"How many pets does {a.first} have in all?", NUMBER_WORDS[a.n_pets]),
                 (f"How many cats do {a.first} and {b.first} have together?", NUMBER_WORDS[a.pets['cat'] + b.pets['cat']]),
@@ -683,5 +698,3 @@ def wikitext_lines(world: World, rng: random.Random, split: str, n_articles: int
         lines += wiki_lines(title, secs)
     return lines
 
-
-_ = (COLOURS,)

@@ -36,10 +36,31 @@ from __future__ import annotations
 
 import random
 
-from .world import (CLASS_ESCAPE, CLASSES, CLASS_NAMES, COMPARISONS, CONTAINER_SIZE, ITEM_SIZE, JOBS,
-                    JOB_NAMES, MATERIAL_ADJ, MATERIALS, MATERIAL_NAMES, NUMBER_WORDS, OBJECTS, PROPERTY_TEXT, REGIONS,
-                    SCRIPT_JOB, SCRIPTS, SOCIAL, TOOLS, TOOL_NAMES, TRAIT_QUESTION,
-                    UNIQUE_TRAITS, Person, World)
+from .world import (
+    CLASS_ESCAPE,
+    CLASS_NAMES,
+    CLASSES,
+    COMPARISONS,
+    CONTAINER_SIZE,
+    ITEM_SIZE,
+    JOB_NAMES,
+    JOBS,
+    MATERIAL_ADJ,
+    MATERIAL_NAMES,
+    MATERIALS,
+    NUMBER_WORDS,
+    OBJECTS,
+    PROPERTY_TEXT,
+    REGIONS,
+    SCRIPTS,
+    SOCIAL,
+    TOOL_NAMES,
+    TOOLS,
+    TRAIT_QUESTION,
+    UNIQUE_TRAITS,
+    Person,
+    World,
+)
 
 LETTERS = ["A", "B", "C", "D"]
 
@@ -306,7 +327,9 @@ def obqa(world: World, rng: random.Random, split: str, id_: str = "") -> dict:
     q = f"All {CLASSES[sp.cls]['plural']} share some traits. A {sp.name} is one of the {CLASSES[sp.cls]['plural']}, so it most likely"
     stem = {"lives": "lives", "covering": "is covered in", "moves": "gets around by", "limbs": "has",
             "young": ""}[trait]
-    fmt = (lambda v: f"{stem} {v}".strip())
+    def fmt(v: str) -> str:
+        return f"{stem} {v}".strip()
+
     correct = fmt(val)
     wrong = [fmt(CLASSES[c][trait]) for c in rng.sample([c for c in CLASS_NAMES if c != sp.cls], 3)]
     d = _mc(q, correct, wrong, rng, id_)
@@ -622,5 +645,3 @@ def render_answered(kind: str, item: dict) -> str:
         return item["text"]
     raise ValueError(kind)
 
-
-_ = (SCRIPT_JOB,)

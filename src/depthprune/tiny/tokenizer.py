@@ -12,8 +12,8 @@ dedicated ``<|pad|>`` token.  Saved in Hugging Face format
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 BOS, EOS, PAD = "<|begin_of_text|>", "<|end_of_text|>", "<|pad|>"
 SPECIALS = [BOS, EOS, PAD]

@@ -143,7 +143,7 @@ def measure_here(session: Any, result: Mapping[str, Any], items: Mapping[str, li
         if items:
             lm = lm_eval_model(session.model, session.tokenizer, cfg, dense_blocks)
             out = run_lm_eval(lm, session.profile, cfg, samples={lm_names[t]: list(i) for t, i in items.items()})
-            for task, idx in items.items():
+            for task in items:
                 logged = (out.get("samples") or {}).get(lm_names[task], [])
                 got: dict[str, dict[int, int]] = {}
                 for s in logged:
