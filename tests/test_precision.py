@@ -89,6 +89,21 @@ _PROBE = ("from depthprune.precision import cpu_kernels, auto_dtype; k = cpu_ker
           "print(k.amx_tile, k.bf16_matmul_kernel, auto_dtype('cpu')[0], sep='|')")
 
 
+def test_the_isa_caps_reach_the_tests():
+    """CI on one CPU emulates the others with ONEDNN_MAX_CPU_ISA and ATEN_CPU_CAPABILITY: tox must pass both
+    through (it once passed only oneDNN's, so a capped run capped bf16 matmuls but not ATen's own kernels)."""
+    import configparser
+    from pathlib import Path
+
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(Path(__file__).resolve().parent.parent / "tox.ini")
+    passed = tox["testenv"]["passenv"].split()
+    assert "ONEDNN_*" in passed and "ATEN_*" in passed
+    cap = os.environ.get("ATEN_CPU_CAPABILITY")
+    if cap and cap.lower() != "default":  # a capped run: torch's kernels are the capped ones
+        assert torch.backends.cpu.get_cpu_capability().lower() == cap.lower()
+
+
 @pytest.mark.parametrize("cap", [None, "AVX512_CORE_BF16", "AVX2"])
 def test_the_probe_reads_the_kernel_onednn_really_runs(cap):
     """ONEDNN_MAX_CPU_ISA is invisible to torch's CPUID checks; the probe sees it in the kernel."""
