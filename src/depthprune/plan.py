@@ -1012,7 +1012,7 @@ def format_plan(plan: GridPlan) -> str:
     return "\n".join(out)
 
 
-__all__ = ["Assumptions", "Bounds", "CellPlan", "EVAL_TASKS", "FORWARD_PHASES", "GPU", "GPUS", "GRADIENT_PHASE",
+__all__ = ["Assumptions", "CellPlan", "EVAL_TASKS", "FORWARD_PHASES", "GPU", "GPUS", "GRADIENT_PHASE",
            "GridPlan", "MeasuredRate", "Memory", "ModelShape", "NotRecorded", "Rate", "RecordedLosses", "SHAPES",
            "Simulated", "SyntheticLandscape", "THROUGHPUT_SCHEMA", "Throughput", "ThroughputError",
            "assumption_lines", "check_result", "evaluation_bounds", "format_plan", "forwards_bound", "gpu_kind",

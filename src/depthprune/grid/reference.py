@@ -119,7 +119,7 @@ def _numerics(environment: dict[str, Any] | None) -> tuple[Any, Any]:
 
 
 def jaccard(a: Sequence[int], b: Sequence[int]) -> float:
-    """|a ∩ b| / |a ∪ b| of two removed sets (1.0 for two empty ones)."""
+    """The size of the intersection over that of the union of two removed sets (1.0 for two empty ones)."""
     sa, sb = set(a), set(b)
     return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
 

@@ -38,7 +38,8 @@ ScoreFn = Callable[[frozenset[int]], float]
 
 @dataclass(frozen=True)
 class Bounds:
-    """Distinct sets a grid cell's cost counts, from the settings alone (:meth:`Searcher.evaluation_bounds`),
+    """Distinct sets a grid cell's cost counts, from the settings alone
+    (:meth:`depthprune.search.base.Searcher.evaluation_bounds`),
     and the most of each size. Planning (depthprune.plan) and the rehearsal read it; the searcher owns it."""
 
     low: int
