@@ -105,3 +105,20 @@ def test_numeric_classes():
     assert bands.numeric_class(amx) == "bf16/amx"
     assert bands.numeric_class({"dtype": "torch.float32", "kernels": {"capability": "AVX2"}}) == "fp32/cpu-avx2"
     assert bands.numeric_class({"dtype": "torch.bfloat16", "device": "cuda:0"}) == "bf16/cuda"
+
+
+def test_the_shipped_table_is_of_this_rule_and_says_how_it_was_measured():
+    """verify reads bands.json: its bands must be this rule's, each naming a measurement (command, commit,
+    machine, cells) that the table keeps; written by --measure-bands, never by hand."""
+    import json
+
+    table = json.loads(bands.BANDS_FILE.read_text())
+    assert table["rule"] == bands.RULE and table["evaluation_rule"] == bands.EVAL_RULE
+    assert table == bands.load_table()  # a table of another rule would load empty
+    rows = table["bands"] + table["evaluation"]
+    assert rows and {r["measured_by"] for r in rows} == set(table["measurements"])
+    for m in table["measurements"].values():
+        assert m["command"].startswith("depthprune verify ") and "--measure-bands" in m["command"]
+        assert len(m["commit"].removesuffix("+dirty")) == 40 and m["machine"] and m["cells"] and m["rule"] == bands.RULE
+    for r in table["bands"]:
+        assert r["kind"] == bands.KIND[r["objective"]] and r["band"] == pytest.approx(r["factor"] * r["largest_difference"])
