@@ -122,3 +122,8 @@ def test_the_shipped_table_is_of_this_rule_and_says_how_it_was_measured():
         assert len(m["commit"].removesuffix("+dirty")) == 40 and m["machine"] and m["cells"] and m["rule"] == bands.RULE
     for r in table["bands"]:
         assert r["kind"] == bands.KIND[r["objective"]] and r["band"] == pytest.approx(r["factor"] * r["largest_difference"])
+
+
+def test_a_zero_ppl_loss_adds_no_relative_difference():
+    table = bands.measure([("a | b", "ppl", "m", 1, 0.0, 1e-3), ("a | b", "ppl", "m", 1, 2.0, 2.002)], {"command": "t"})
+    assert table["bands"][0]["largest_difference"] == pytest.approx(1e-3) and table["bands"][0]["sets"] == 1

@@ -152,9 +152,9 @@ def measure(differences: Iterable[Difference], provenance: Mapping[str, Any],
         if not (math.isfinite(recorded) and math.isfinite(here)):
             continue
         kind = KIND[objective]
-        diff = abs(recorded - here) / abs(recorded) if kind == "relative" else abs(recorded - here)
-        if kind == "relative" and recorded == 0:
+        if kind == "relative" and recorded == 0:  # no relative difference of a zero loss
             continue
+        diff = abs(recorded - here) / abs(recorded) if kind == "relative" else abs(recorded - here)
         row = largest.setdefault((pair, objective, model), {"largest": 0.0, "sets": 0, "sizes": {}, "at": None})
         if diff >= row["largest"]:
             row["largest"], row["at"] = diff, {"size": size, "recorded": recorded, "here": here}
