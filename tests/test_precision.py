@@ -276,3 +276,13 @@ def test_head_reductions_on_row_slices_are_bit_identical_to_whole_chunks(monkeyp
             assert torch.equal(sliced.target_logprobs(hidden[:0], targets[:0]), torch.zeros(0))
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_recorded_command_carries_the_kernel_caps(monkeypatch):
+    """Bands measured under a cap must say so in their command, or a re-run measures other kernels."""
+    for v in precision.CAP_VARIABLES:
+        monkeypatch.delenv(v, raising=False)
+    assert precision.cap_prefix() == ""
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert precision.cap_prefix() == "ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 "

@@ -402,13 +402,14 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[dict[str, Any]]) -> 
     import time
 
     from depthprune.env import environment, git_revision, write_json_atomic
+    from depthprune.precision import cap_prefix
     from depthprune.verify import bands, evaluation, remeasure, run
 
     args.bands = args.bands or str(bands.BANDS_FILE)
     table = bands.load_table(args.bands)
     measure = None
     if args.measure_bands:
-        command = "depthprune verify " + " ".join(f"--results {d}" for d in args.results) + \
+        command = cap_prefix() + "depthprune verify " + " ".join(f"--results {d}" for d in args.results) + \
             "".join(f" --grid {g}" for g in args.grid or []) + "".join(f" --cell {c}" for c in args.cell or []) + \
             " --measure-bands" + (f" --dtype {args.dtype}" if args.dtype != "auto" else "")
         provenance = {"command": command, "commit": git_revision(), "cells": sorted(c["cell"] for c in cells),

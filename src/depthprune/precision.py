@@ -122,6 +122,16 @@ def cpu_kernels() -> CpuKernels:
     )
 
 
+#: Environment variables that cap the kernels a process may use (oneDNN's ISA, ATen's capability).
+CAP_VARIABLES = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY")
+
+
+def cap_prefix() -> str:
+    """The kernel caps set in this environment as a shell prefix (``"VAR=value ... "``, or ``""``), so that
+    a recorded command re-runs on the kernels that made its numbers."""
+    return "".join(f"{v}={os.environ[v]} " for v in CAP_VARIABLES if os.environ.get(v))
+
+
 def auto_dtype(device: str) -> tuple[torch.dtype, str]:
     """``(dtype, why)`` that ``dtype = "auto"`` means on ``device`` (module docstring)."""
     if device.startswith("cuda"):
