@@ -192,7 +192,8 @@ def calibration_windows(
         windows.append(ids[start : start + seq_len])
     out = torch.tensor(windows, dtype=torch.long)
     bos = _bos_every_window(out, tokenizer)
-    protocol = WindowProtocol("random-doc", seq_len, n_samples, seed, **({"bos": bos} if bos else {}))
+    protocol = (WindowProtocol("random-doc", seq_len, n_samples, seed, bos=bos) if bos
+                else WindowProtocol("random-doc", seq_len, n_samples, seed))
     return out, protocol
 
 
@@ -299,11 +300,12 @@ def _option_texts(instruction: str, labels: tuple[str, ...]) -> tuple[str, ...]:
 
     A label with no marker in the instruction (``true``/``false``) is its own text.
     """
-    marks = _option_marks(instruction, labels)
-    if not any(marks):
+    found = _option_marks(instruction, labels)
+    if not any(found):
         return labels
-    if not all(marks):
-        missing = [lab for lab, m in zip(labels, marks) if m is None]
+    marks = [m for m in found if m is not None]
+    if len(marks) < len(found):
+        missing = [lab for lab, m in zip(labels, found) if m is None]
         raise ValueError(f"options {missing} are not spelled out in the instruction")
     end = _FORMAT_RE.search(instruction)
     stops = sorted([m.start() for m in marks] + [end.start() if end else len(instruction)])

@@ -21,6 +21,7 @@ its ``forward`` is never reused; Gemma's scale lives in its embedding module, wh
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import weakref
 from collections.abc import Callable, Iterator
@@ -107,7 +108,7 @@ def forward_from_dense(model: torch.nn.Module, inputs: dict[str, torch.Tensor], 
             stack.enter_context(_embeddings_replaced(model, have[start]))
         layers = find_decoder_layers(model).layers
         for b in wanted:  # block b's input (view position b - start) is a dense boundary: b <= dense_blocks
-            stack.enter_context(_on_input(layers[b - start], lambda h, b=b: store.add(key, b, h)))
+            stack.enter_context(_on_input(layers[b - start], functools.partial(store.add, key, b)))
         if store.usable is None and start == 0:
             stack.enter_context(_check_embeddings_feed_the_first_block(model, store))
         hidden = _run(decoder.owner, inputs)  # the view changes the block list, not its owner

@@ -176,7 +176,9 @@ def _ppl_windows(name: str, profile: Profile, tokenizer, seq_len: int, c4_window
 def perplexity_suite(model, tokenizer, profile: Profile, cfg: EvalConfig, dense_blocks: int = 0
                      ) -> tuple[dict[str, float], dict[str, Any], dict[str, list[float]]]:
     """Perplexity on each of ``cfg.perplexity``'s datasets: metrics, protocol, per-window mean NLLs."""
-    metrics, protocol, per_window = {}, {}, {}
+    metrics: dict[str, float] = {}
+    protocol: dict[str, Any] = {}
+    per_window: dict[str, list[float]] = {}
     for name in cfg.perplexity:
         windows, proto = _ppl_windows(name, profile, tokenizer, cfg.seq_len, cfg.c4_windows)
         per_window[name] = []
@@ -208,7 +210,7 @@ def item_outcomes(samples: list[dict[str, Any]]) -> dict[str, str]:
     ordered = sorted(samples, key=lambda s: s["doc_id"])
     out = {}
     for metric in ITEM_METRICS:
-        values = [s.get(metric) for s in ordered]
+        values: list[Any] = [s.get(metric) for s in ordered]
         if values and all(isinstance(v, (int, float)) and v in (0, 1) for v in values):
             out[metric] = "".join(str(int(v)) for v in values)
     return out
@@ -272,8 +274,9 @@ def zero_shot(model, tokenizer, profile: Profile, cfg: EvalConfig,
                 short = "ppl" if metric == "perplexity" else metric
                 metrics[f"{task}_{short}"] = float(value)
     heads = [metrics.get(f"{t}_{profile.headline_metric(t)}") for t in cfg.tasks]
-    if cfg.tasks and all(h is not None for h in heads):
-        metrics["avg_acc"] = sum(heads) / len(heads)
+    present = [h for h in heads if h is not None]
+    if cfg.tasks and len(present) == len(heads):
+        metrics["avg_acc"] = sum(present) / len(heads)
     info = {
         "lm_eval_version": package_versions().get("lm_eval"),
         "tasks": {name: {"version": out.get("versions", {}).get(name), "n_samples": out.get("n-samples", {}).get(name)}

@@ -44,6 +44,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from lm_eval.models.huggingface import HFLM
@@ -231,7 +232,8 @@ class SharedPrefixLM(HFLM):
             self.stats.delegated += len(requests)
             return super()._loglikelihood_tokens(requests, disable_tqdm=disable_tqdm, override_bs=override_bs)
         window = self._sliding_window()
-        mine, theirs = [], []
+        mine: list[Any] = []
+        theirs: list[Any] = []
         for n, (_, ctx, cont) in enumerate(requests):
             assert len(ctx) > 0 and 0 < len(cont) <= self.max_length  # lm-eval's own checks
             inp_len = min(len(ctx) + len(cont), self.max_length + 1) - 1

@@ -29,7 +29,7 @@ PER_LAYER_CONFIG_KEYS = ("layer_types", "no_rope_layers")
 class _Undo:
     decoder: DecoderLayers
     layers: nn.ModuleList
-    config_values: dict[str, Any]
+    config_values: dict[tuple[int, str], tuple[Any, Any]]  # (id(config), key) -> (config, its value before)
     layer_idx: list[tuple[nn.Module, int]] = field(default_factory=list)
 
 

@@ -263,7 +263,7 @@ class Calibration:
         for s, entry in self.store.losses().items():
             self.memo.setdefault(s, entry)
         if self.energy is None and (stored := self.store.get_extra("energy")) is not None:
-            self.energy = (tuple(stored[0]), stored[1])  # type: ignore[assignment]
+            self.energy = (tuple(stored[0]), stored[1])
 
 
 @dataclass

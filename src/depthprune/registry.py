@@ -17,7 +17,7 @@ from typing import Generic, TypeVar
 T = TypeVar("T", bound=type)
 
 
-class Registry(dict[str, T], Generic[T]):  # type: ignore[misc]
+class Registry(dict[str, T], Generic[T]):
     """``name -> class``; classes register themselves with :meth:`Registry.register`."""
 
     def __init__(self, kind: str, attr: str = "name") -> None:

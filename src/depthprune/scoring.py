@@ -515,6 +515,8 @@ def replay_cost(requests: Iterable[Request], losses: dict[frozenset[int], float]
             if not influence_done:
                 forwards, influence_done = forwards + n_layers, True
             continue
+        if isinstance(request, str):
+            raise ValueError(f"unknown request {request!r}: a removal set, {ENERGY!r} or {BLOCK_INFLUENCE!r}")
         s = frozenset(request)
         if s in seen:
             continue

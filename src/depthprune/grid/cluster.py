@@ -144,12 +144,14 @@ def make_tasks(grid: Grid, repo: str | Path, results: str | Path, cases: str | P
                          "cells from a checkout on a shared filesystem")
     chosen_models = [m for m in grid.models if not models or m in models]
     chosen_objectives = [o for o in grid.objectives if not objectives or o in objectives]
-    common = dict(grid=grid.name, repo=str(repo), cases=str(Path(cases).resolve()),
-                  results=str(Path(results).resolve()), full_grid=full_grid, keyword=keyword, extra=tuple(extra),
-                  threads=threads)
+    def task(model: str, objective: str | None) -> GridTask:
+        return GridTask(grid=grid.name, model=model, objective=objective, repo=str(repo),
+                        cases=str(Path(cases).resolve()), results=str(Path(results).resolve()), full_grid=full_grid,
+                        keyword=keyword, extra=tuple(extra), threads=threads)
+
     if per == "model" and (not objectives or len(chosen_objectives) == len(grid.objectives)):
-        return [GridTask(model=m, objective=None, **common) for m in chosen_models]
-    return [GridTask(model=m, objective=o, **common) for m in chosen_models for o in chosen_objectives]
+        return [task(m, None) for m in chosen_models]
+    return [task(m, o) for m in chosen_models for o in chosen_objectives]
 
 
 def submit(tasks: list[GridTask], executor: str = "slurm", folder: str | Path = "submitit",

@@ -103,7 +103,7 @@ def iter_results(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator
     """
     from depthprune.grid.archive import SUFFIX, read_archive
 
-    newest: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+    newest: dict[tuple[str | None, str | None], tuple[float, dict[str, Any]]] = {}
     for d in dirs:
         for archive in sorted(Path(d).rglob(f"*{SUFFIX}")):  # archived results lose to live files (stamp 0)
             for kind, _, data in read_archive(archive):

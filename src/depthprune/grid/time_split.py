@@ -51,7 +51,7 @@ def _evaluation_here(cost: Mapping[str, Any]) -> float:
 
 def per_searcher(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per searcher: cells, seconds of search as it ran and as shared, of evaluation."""
-    rows: dict[str, Counter] = defaultdict(Counter)
+    rows: defaultdict[str, defaultdict[str, float]] = defaultdict(lambda: defaultdict(int))  # counts stay int
     for r in results:
         c, row = r["cost"], rows[r["identity"]["search"]]
         row["cells"] += 1
@@ -68,7 +68,7 @@ def per_searcher(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def per_phase(results: list[Mapping[str, Any]], dense_files: list[Mapping[str, Any]], eval_cache: Path | None,
               wall_seconds: float | None = None, workers: int = 1) -> list[dict[str, Any]]:
     """Seconds per phase over the whole run (module docstring), and their share of wall × workers."""
-    phases: Counter = Counter()
+    phases: defaultdict[str, float] = defaultdict(int)
     for r in results:
         phases["search, as it ran"] += search_here(r["cost"])
         phases["evaluation of removed sets"] += _evaluation_here(r["cost"])
@@ -84,7 +84,7 @@ def per_phase(results: list[Mapping[str, Any]], dense_files: list[Mapping[str, A
             entry = json.loads(path.read_text())
             if not entry.get("removed"):
                 phases["dense evaluation"] += float(entry.get("seconds", 0.0))
-    rows = [{"phase": k, "seconds": round(v, 1)} for k, v in phases.items()]
+    rows: list[dict[str, Any]] = [{"phase": k, "seconds": round(v, 1)} for k, v in phases.items()]
     if wall_seconds:
         total = wall_seconds * workers
         rows.append({"phase": "other (start-up, collection, lm-eval set-up, comparisons, idle)",

@@ -208,7 +208,7 @@ def _onednn_bf16_fpmath(enabled: bool) -> Iterator[None]:
     the same error against float64 (1.3e-6 vs 2.6e-6). Restored on exit; a no-op where torch lacks it."""
     matmul = getattr(torch.backends.mkldnn, "matmul", None)
     before = getattr(matmul, "fp32_precision", None) if enabled else None
-    if before is None:
+    if matmul is None or before is None:
         yield
         return
     matmul.fp32_precision = "bf16"

@@ -157,7 +157,11 @@ def _pack(rows: list[_Row], pad: int, shared: bool) -> Batch:
     ids = torch.full((len(rows), width), pad, dtype=torch.long)
     positions = torch.zeros((len(rows), width), dtype=torch.long)
     mask = torch.zeros((len(rows), 1, width, width), dtype=torch.bool)
-    pos_rows, pos_cols, targets, option, weights = [], [], [], [], []
+    pos_rows: list[int] = []
+    pos_cols: list[int] = []
+    targets: list[int] = []
+    option: list[int] = []
+    weights: list[float] = []
     for r, row in enumerate(rows):
         P = len(row.context)
         ids[r, :P] = torch.tensor(row.context)

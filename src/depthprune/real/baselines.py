@@ -37,7 +37,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import cache, lru_cache
+from functools import cache, lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -243,7 +243,7 @@ def cheap_readers(train: Sequence[Item], counts: Mapping[str, Mapping[str, int]]
     fit = train if fit is None else fit
     k = len(fit[0]["options"])
     readers: dict[str, Callable[[Sequence[Item]], Scores]] = {
-        f"position_{j}": (lambda items, j=j: position(items, j)) for j in range(k)}
+        f"position_{j}": partial(position, k=j) for j in range(k)}
     readers |= {"longest": lambda items: length(items, 1.0), "shortest": lambda items: length(items, -1.0)}
     if counts is not None:
         readers |= {

@@ -179,6 +179,8 @@ def base_forms(wn: WordNet, form: str, pos: str) -> list[tuple[str, str]]:
             lemma = form[: len(form) - len(suffix)] + ending
             if (lemma, pos) in wn.senses:
                 out.append((lemma, "-" + suffix))
-    seen: set[str] = set()
-    return [(lemma, how) for lemma, how in out if not (lemma in seen or seen.add(lemma))]
+    first: dict[str, str] = {}
+    for lemma, how in out:  # each lemma once, with the first way it was found
+        first.setdefault(lemma, how)
+    return list(first.items())
 

@@ -47,6 +47,8 @@ def check_result(result: dict[str, Any], grid: Grid, cell: Cell,
         return [f"schema: {err}"]
     ident = result["identity"]
     n_layers = MODELS[cell.model].n_layers
+    if n_layers is None:
+        return [f"model {cell.model} has no registered layer count: a rehearsal cell needs one"]
     expect = {"stand_in": True, "grid": grid.name, "model": cell.model, "objective": cell.objective,
               "search": cell.search, "budget": cell.budget, "search_seed": cell.seed, "profile": "paper"}
     for key, value in expect.items():

@@ -236,6 +236,8 @@ def build_data(out: Path) -> dict[str, Any]:
     for dataset, n, long_share, short in (("c4_train", C4_TRAIN_DOCS, LONG_PAGE_SHARE, (1, 1, 2, 3)),
                                           ("c4_validation", C4_VALIDATION_DOCS, 0.0, (1, 2, 2, 3))):
         src = PAPER.sources[dataset]
+        if not isinstance(src.data_files, dict):
+            raise TypeError(f"{dataset}: the paper profile's source names its data files per split, not {src.data_files!r}")
         rel = src.data_files[src.split]
         docs = [r["text"] for r in _read_jsonl(_TINY_DATA / "c4" / f"{src.split}.jsonl")]
         shard = files / src.path / rel

@@ -204,8 +204,9 @@ class SearchContext:
                 self._check(s)
                 new.append(s)
         exhausted = False
-        if self.max_evaluations is not None and len(new) > self.remaining:
-            new = new[: self.remaining]
+        remaining = self.remaining
+        if remaining is not None and len(new) > remaining:
+            new = new[:remaining]
             exhausted = True
         if new:
             if self._score_many is not None and len(new) > 1:

@@ -69,7 +69,7 @@ class RankSearcher(Searcher):
     def run(self, ctx: SearchContext) -> frozenset[int]:
         if self.sample:
             sets = sample_sets(ctx.candidates, ctx.budget, self.sample, self.sample_seed)
-            scored = []
+            scored: list[tuple[frozenset[int], float]] = []
             for start in range(0, len(sets), self.batch_size):
                 chunk = sets[start:start + self.batch_size]
                 scored += zip(chunk, ctx.score_many(chunk))

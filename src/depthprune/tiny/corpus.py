@@ -653,7 +653,7 @@ def c4_document(world: World, rng: random.Random, split: str) -> str:
     r = rng.random()
     if r < 0.6:
         return doc_web(world, rng, split)
-    parts = []
+    parts: list[str] = []
     while len(" ".join(parts).split()) < 170:
         parts.append(rng.choice([doc_life, doc_journey, doc_market, lambda w, g, s: doc_article(w, g, s, 0.0)])(
             world, rng, split))

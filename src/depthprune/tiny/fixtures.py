@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 from depthprune.task_files import METRICS_ACC, METRICS_ACC_NORM, lambada_task, loader_module
 
@@ -175,7 +176,8 @@ def write_jsonl(path: Path, rows) -> int:
 
 
 def _unique(gen, n: int, key) -> list[dict]:
-    seen, out = set(), []
+    seen: set[Any] = set()
+    out: list[dict] = []
     tries = 0
     while len(out) < n:
         tries += 1

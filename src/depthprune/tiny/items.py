@@ -548,7 +548,8 @@ def lambada(world: World, rng: random.Random, split: str) -> dict:
                           f"It had been a long day, but {a.first} was happy to be with {a.pos} friend"])
         target = b.first
     else:
-        t1 = world.towns[a.birth_town] if a.birth_town != a.town else rng.choice(world.towns)
+        t1 = world.towns[a.birth_town] if a.birth_town is not None and a.birth_town != a.town \
+            else rng.choice(world.towns)
         t2 = world.town_of(a)
         if t1.name == t2.name:
             t1 = rng.choice([t for t in world.towns if t.name != t2.name])

@@ -188,6 +188,8 @@ def train_model(spec: RunSpec, train_rows: np.ndarray, val_rows: dict[str, np.nd
             bar.set_postfix(loss=f"{ema:.3f}", lr=f"{lr_at(step, spec):.1e}")
             log.append({"step": step, "train_loss_ema": round(ema, 4), "elapsed_s": round(time.time() - t0, 1)})
     train_wall = time.time() - t0
+    if ema is None:
+        raise ValueError(f"{spec.name}: no training step ran (steps={spec.steps})")
     val = {k: eval_loss(model, v) for k, v in val_rows.items()}
     save_model(model, spec, out_dir, tokenizer_dir)
     card = {

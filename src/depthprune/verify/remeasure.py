@@ -32,7 +32,7 @@ import json
 import math
 import random
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,7 +141,7 @@ def held_out(cells: Sequence[dict[str, Any]], replays: Sequence[Replay], seed: i
 
 
 def _sets_to_check(result: dict[str, Any], rep: Replay, seed: int,
-                   exclude: set[frozenset[int]] = frozenset()) -> list[frozenset[int]]:
+                   exclude: Collection[frozenset[int]] = frozenset()) -> list[frozenset[int]]:
     """The rule of the module docstring, in order: removed set, decisions' sets, the seeded sample."""
     out = _always_checked(result, rep)
     rest = sorted({s for s, _ in recorded_trace(result)} - set(out) - set(exclude),
@@ -163,8 +163,16 @@ def _recorded_losses(result: dict[str, Any]) -> dict[frozenset[int], float]:
 BandFor = Callable[[float], "Band | None"]
 
 
+def _band(band_for: BandFor, loss: float) -> Band:
+    """A set's band once its cell has one (:func:`check_cell` returns NOT VERIFIED before asking otherwise)."""
+    band = band_for(loss)
+    if band is None:
+        raise AssertionError(f"no band for a loss of {loss} although the cell's own loss has one")
+    return band
+
+
 def check_cell(result: dict[str, Any], score: Callable[[list[frozenset[int]]], list[float]], band_for: BandFor,
-               here_class: str, seed: int = 0, exclude: set[frozenset[int]] = frozenset(),
+               here_class: str, seed: int = 0, exclude: Collection[frozenset[int]] = frozenset(),
                rep: Replay | None = None) -> CellCheck:
     """Replay one cell, then re-score its sets with ``score`` and check each against ``band_for(its recorded loss)``."""
     rep = rep or replay(result)
@@ -184,7 +192,7 @@ def check_cell(result: dict[str, Any], score: Callable[[list[frozenset[int]]], l
     here = dict(zip(sets, score(sets)))
     check.sets_checked = len(sets)
     for s in sets:
-        band = band_for(recorded[s])
+        band = _band(band_for, recorded[s])
         diff = abs(here[s] - recorded[s]) if math.isfinite(recorded[s]) else (0.0 if not math.isfinite(here[s]) else math.inf)
         check.largest_difference = max(check.largest_difference, diff)
         if diff > band.nats and check.disagreement is None:
@@ -195,7 +203,7 @@ def check_cell(result: dict[str, Any], score: Callable[[list[frozenset[int]]], l
         if d.kind == "prior":
             continue
         a, b = here[frozenset(d.chosen)], here[frozenset(d.rival)]
-        width = max(band_for(d.chosen_loss).nats, band_for(d.rival_loss).nats)
+        width = max(_band(band_for, d.chosen_loss).nats, _band(band_for, d.rival_loss).nats)
         if d.gap <= width:
             check.forks.append(Fork(d, a, b, width))
         elif (b - a) * (d.rival_loss - d.chosen_loss) < 0 and check.disagreement is None:
@@ -218,7 +226,7 @@ def band_differences(results: Sequence[dict[str, Any]], measured: dict[frozenset
             continue
         seen.add(recorded_class)
         pair, objective, model = pair_key(recorded_class, here_class), r["identity"]["objective"], r["model"]
-        recorded = {frozenset(): float(r["dense_calibration_loss"])}
+        recorded: dict[frozenset[int], float] = {frozenset(): float(r["dense_calibration_loss"])}
         for rr in results:
             if numeric_class(rr["environment"]) == recorded_class:
                 recorded.update(_recorded_losses(rr))

@@ -235,8 +235,8 @@ def _check_final_choice(result: dict[str, Any], trace: Sequence[tuple[frozenset[
 def replay(result: dict[str, Any]) -> Replay:
     """Replay one cell result (module docstring)."""
     start = time.perf_counter()
-    identity = result.get("identity") or {}
-    name = identity.get("search") or result.get("search")
+    identity: dict[str, Any] = result.get("identity") or {}
+    name: str = identity.get("search") or result.get("search") or ""
     trace = recorded_trace(result)
     out = Replay(grid=str(identity.get("grid") or result.get("grid")), cell=str(result.get("cell")), searcher=name,
                  status=REPLAYED, recorded_evaluations=len(trace), replayed_evaluations=0, seconds=0.0)
