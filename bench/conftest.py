@@ -40,6 +40,11 @@ def pytest_addoption(parser):
                     "--replay-only), one test per cell: -k, --model and --objective select")
     group.addoption("--verify-results", action="append", default=None, metavar="DIR",
                     help="with --verify: results or archives to verify (repeatable; default: archive/)")
+    group.addoption("--against", default=None, choices=("float32", "bfloat16"), metavar="DTYPE",
+                    help="check every cell against its reference of this dtype, whatever it runs in: across "
+                    "precisions or kernels, as a numeric fork or a change (depthprune.grid.forks)")
+    group.addoption("--archive", default=str(ROOT / "archive"), metavar="DIR",
+                    help="archives of the runs references were made from (a fork check replays them)")
     group.addoption("--dtype", default=None, choices=("auto", "float32", "bfloat16"),
                     help="numeric precision of every cell, over the case files' (a cell then needs a reference of "
                     "that dtype: reference/<dtype>/)")

@@ -1,16 +1,22 @@
 """Every cell of every grid in cases/: prune, evaluate, compare with reference/.
 
 Cell ids read ``<model>-<objective>-<searcher>-M<budget>``; select with ``-k``.
-Cells whose weights or GPU are missing skip with the reason, and so do cells whose
-references were all made in another numeric precision than this machine runs them in
-(``dtype = "auto"``: bf16 where bf16 matmuls run on AMX, else fp32): a cell is never
-compared with a reference of another dtype.
+Cells whose weights or GPU are missing skip with the reason. A cell whose reference was made in
+another numeric precision or on another kernel class (``dtype = "auto"``: bf16 where bf16 matmuls
+run on AMX, else fp32) is checked across them where the reference's run is archived and a band is
+measured for the two classes: a numeric fork passes, a change fails (depthprune.grid.forks,
+``--against DTYPE`` to choose the reference). Otherwise it skips with the reason; a cell is never
+compared with a reference of another dtype by the exact check.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from depthprune.grid.archive import SUFFIX
+from depthprune.grid.forks import archived_run, check_across
 from depthprune.grid.reference import (
     compare,
     dtype_name,
@@ -34,18 +40,59 @@ def _run_dtype(grid, runner) -> str:
     return dtype_name(resolve_dtype(grid.dtype, device))
 
 
+def _archives(grid, request) -> list[Path]:
+    root = Path(request.config.getoption("--archive"))
+    return [root / f"{name}{SUFFIX}" for name in dict.fromkeys((grid.name, grid.compare_with)) if name]
+
+
+def _fork_reference(grid, cell, ref_dir, dtypes, runner, request):
+    """``(reference, its archived run, why not)`` for a check across precisions or kernels: the first of
+    ``dtypes`` whose measured reference has an archived run and a band against this machine's class."""
+    from depthprune.env import environment
+    from depthprune.verify.bands import load_table, lookup, numeric_class
+
+    here = numeric_class(environment(cell_device(grid, runner.device), _run_dtype(grid, runner)))
+    table, why = load_table(), []
+    for dtype in dtypes:
+        reference = read_reference(ref_dir, cell.id, dtype)
+        if reference is None or reference.get("kind") != "measured":
+            continue
+        run = archived_run(reference, _archives(grid, request))
+        if run is None:
+            why.append(f"its {dtype} reference's run is in no archive of {request.config.getoption('--archive')}")
+        elif numeric_class(run["environment"]) == here:
+            why.append(f"its {dtype} reference was made on this machine's class ({here}): the exact check applies")
+        elif lookup(table, numeric_class(run["environment"]), here, cell.objective, cell.model,
+                    float(run["calibration_loss"])) is None:
+            why.append(f"no band is measured for {numeric_class(run['environment'])} against {here}")
+        else:
+            return reference, run, None
+    return None, None, "; ".join(why) or "no measured reference"
+
+
 def test_cell(grid_cell, grid_runner, request):
     grid, cell = grid_cell
     ref_dir = grid.reference_dir(request.config.getoption("--reference-dir"))
     update = request.config.getoption("--update-reference")
     dtype = _run_dtype(grid, grid_runner)
-    reference = read_reference(ref_dir, cell.id, dtype) if dtype else None
-    if reference is None and dtype and not update:
-        others = reference_dtypes(ref_dir, cell.id)
-        if others:
-            why = auto_dtype(cell_device(grid, grid_runner.device))[1] if grid.dtype == "auto" else f"dtype = {grid.dtype}"
+    against = request.config.getoption("--against")
+    against = None if against == dtype else against  # its own dtype: the usual checks
+    reference = read_reference(ref_dir, cell.id, dtype) if dtype and not against else None
+    fork_run = None
+    if dtype and not update and (reference is None or reference.get("kind") == "measured"):
+        # another precision, or the same on other kernels: a numeric fork or a change, where the reference's
+        # run is archived and a band is measured for the two classes (depthprune.grid.forks); a reference
+        # of this run's own dtype comes first, checked across kernels only where its run is archived
+        others = [against] if against else [dtype] if reference is not None else reference_dtypes(ref_dir, cell.id)
+        fork_reference, fork_run, why = _fork_reference(grid, cell, ref_dir, others, grid_runner, request)
+        if fork_run is not None:
+            reference = fork_reference
+        elif against or reference is None and others:
+            others = [against] if against else reference_dtypes(ref_dir, cell.id)
+            reason = (auto_dtype(cell_device(grid, grid_runner.device))[1] if grid.dtype == "auto"
+                      else f"dtype = {grid.dtype}")
             pytest.skip(f"{cell.id}: its references were made in {', '.join(others)}; here it runs in {dtype} "
-                        f"({why}), and results of different precisions are never compared. "
+                        f"({reason}), and no check across precisions is possible ({why}). "
                         f"Run it where auto chooses {others[0]}, or write {reference_path(ref_dir, cell.id, dtype)} "
                         "with --update-reference")
     try:
@@ -60,6 +107,16 @@ def test_cell(grid_cell, grid_runner, request):
         if reference is not None and reference.get("kind") == "public-source":
             pytest.skip(f"{cell.id}: has a public-source reference; not overwritten by a measurement")
         write_reference(ref_dir, make_reference(result, grid.tolerance, "pytest bench --update-reference"))
+        return
+    if fork_run is not None:
+        from depthprune.verify.bands import load_table
+
+        check = check_across(result, fork_run, load_table())
+        notes = [f"checked across {check.recorded_class} (reference) and {check.here_class} (here): "
+                 f"{check.sets_compared} shared sets within their bands", *check.notes]
+        for note in notes:
+            request.node.user_properties.append(("note", note))
+        assert not check.problems, format_failure(cell.id, check.problems, notes)
         return
     if reference is None:
         pytest.fail(f"{cell.id}: no reference in {ref_dir}; run it with --update-reference and commit the file")

@@ -1,0 +1,197 @@
+"""A grid cell against a reference made in another precision or on other kernels: a numeric fork or a change.
+
+The exact check (:func:`depthprune.grid.reference.compare`) holds a cell to a reference of its own precision.
+Across precisions or kernel classes it cannot: rounding moves every loss a little, and a decision the
+calibration left nearly tied may turn, so the removed set differs without any code having changed. This
+module checks such a cell against the reference's *archived run* (the archive's result of the same cell
+whose removed set and calibration loss are the reference's; its trace holds every set it scored) with the
+bands of :mod:`depthprune.verify.bands` for the two numeric classes:
+
+* **every set both runs scored** (dense, singles, trace) must agree within the band of its recorded loss;
+  a loss outside it is a change, not rounding, and the cell fails;
+* **the same removed set**: its item outcomes and perplexity windows, all of them, are held to the
+  evaluation band of the pair (rule E2 of :mod:`depthprune.verify.evaluation`);
+* **another removed set**: both runs are replayed (:mod:`depthprune.verify.replay`) and the first decision
+  where they part is found. Both sides of it were scored in both runs (the runs asked for the same sets up
+  to there). If the reference's gap there is within the band, the cell passes as a **numeric fork**,
+  reported with the decision, both gaps and the band; otherwise it fails. Metrics belong to another model
+  then and are not compared. Where no listed decision turned (GA's selection or BO's GP read more than a
+  best-against-runner-up), the first request where the traces part is reported, and the shared losses'
+  agreement within their bands is what the pass rests on.
+
+Decisions are not stored twice: the archived trace and replay give them exactly (DESIGN.md, "Numeric forks").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from depthprune.grid.archive import SUFFIX, read_archive
+from depthprune.grid.reference import dtype_name
+from depthprune.verify import evaluation as ev
+from depthprune.verify.bands import Band, lookup, numeric_class
+from depthprune.verify.replay import REPLAYED, Decision, recorded_loss, recorded_trace, replay
+
+
+def archived_run(reference: Mapping[str, Any], archives: Iterable[str | Path]) -> dict[str, Any] | None:
+    """The archived result that ``reference`` was made from: the same cell, dtype, removed set and
+    calibration loss (bit for bit), in any of ``archives`` (``.jsonl.xz`` files or folders of them)."""
+    paths: list[Path] = []
+    for a in archives:
+        a = Path(a)
+        paths += sorted(a.glob(f"*{SUFFIX}")) if a.is_dir() else [a] if a.is_file() else []
+    for path in paths:
+        for kind, _, data in read_archive(path):
+            if (kind == "result" and data.get("cell") == reference["cell"]
+                    and dtype_name((data.get("environment") or {}).get("dtype")) == reference.get("dtype")
+                    and sorted(data["removed"]) == sorted(reference["removed"])
+                    and data["calibration_loss"] == reference["calibration_loss"]):
+                return data
+    return None
+
+
+def losses(result: Mapping[str, Any]) -> dict[frozenset[int], float]:
+    """Every loss a run recorded: the dense model, the singles of its prior, its trace."""
+    out: dict[frozenset[int], float] = {frozenset(): float(result["dense_calibration_loss"])}
+    for i, v in enumerate(result.get("prior") or []):
+        out[frozenset([i])] = recorded_loss(v)
+    out.update(recorded_trace(dict(result)))
+    out.setdefault(frozenset(result["removed"]), float(result["calibration_loss"]))
+    return out
+
+
+@dataclass(frozen=True)
+class Fork:
+    """Where a run here and the reference's run part, and by how much each preferred its side."""
+
+    kind: str  # the decision's kind ("step", "final", "prior"), or "trace" when no listed decision turned
+    position: int  # the evaluation after which the runs part
+    reference_set: tuple[int, ...]
+    here_set: tuple[int, ...]
+    reference_gap: float | None  # the reference's losses: how far its side was ahead (None: not both scored)
+    here_gap: float | None
+    band: float | None  # the band of the wider of the two sides
+
+    def describe(self) -> str:
+        def g(x: float | None) -> str:
+            return "-" if x is None else f"{x:.3g}"
+        return (f"{self.kind} decision after evaluation {self.position}: reference chose {list(self.reference_set)}, "
+                f"here {list(self.here_set)}; gap in the reference's losses {g(self.reference_gap)}, here "
+                f"{g(self.here_gap)}, band {g(self.band)} nats")
+
+
+@dataclass
+class ForkCheck:
+    """The outcome: ``problems`` empty means the cell passes (as the same set, or as a numeric fork)."""
+
+    recorded_class: str
+    here_class: str
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    fork: Fork | None = None
+    sets_compared: int = 0
+
+
+def _parting(here: Sequence[Decision], ref: Sequence[Decision]) -> tuple[Decision, Decision] | None:
+    for h, r in zip(here, ref):
+        if (h.kind, h.position) != (r.kind, r.position):
+            return None
+        if h.chosen != r.chosen:
+            return h, r
+    return None
+
+
+def _first_difference(here: Mapping[str, Any], ref: Mapping[str, Any]) -> int:
+    a, b = recorded_trace(dict(here)), recorded_trace(dict(ref))
+    for k, ((s, _), (t, _)) in enumerate(zip(a, b)):
+        if s != t:
+            return k
+    return min(len(a), len(b))
+
+
+def check_across(result: Mapping[str, Any], reference_run: Mapping[str, Any], table: Mapping[str, Any]) -> ForkCheck:
+    """``result`` (run here) against ``reference_run`` (the reference's archived run) under ``table``'s bands."""
+    rc, hc = numeric_class(reference_run["environment"]), numeric_class(result["environment"])
+    check = ForkCheck(rc, hc)
+    objective, model = result["identity"]["objective"], result["identity"]["model"]
+
+    def band(loss: float) -> Band | None:
+        return lookup(table, rc, hc, objective, model, loss)
+
+    if band(float(reference_run["calibration_loss"])) is None:
+        check.problems.append(f"no band measured for {rc} against {hc} ({objective}): rounding cannot be told "
+                              "from a change")
+        return check
+    flagged = band(float(reference_run["calibration_loss"]))
+    if flagged is not None and flagged.flagged:
+        check.notes.append(flagged.flagged)
+    for name, run in (("here", result), ("reference", reference_run)):
+        rep = replay(dict(run))
+        if rep.status != REPLAYED:
+            check.problems.append(f"the {name} run does not replay: {rep.disagreement or rep.not_replayed}")
+    if check.problems:
+        return check
+    mine, theirs = losses(result), losses(reference_run)
+    for s in sorted(set(mine) & set(theirs), key=lambda s: (len(s), sorted(s))):
+        b = band(theirs[s])
+        check.sets_compared += 1
+        diff = abs(mine[s] - theirs[s])
+        if b is not None and not diff <= b.nats:
+            check.problems.append(f"set {sorted(s)}: reference loss {theirs[s]:.6g}, here {mine[s]:.6g}, "
+                                  f"|difference| {diff:.3g} > band {b.nats:.3g} nats ({b.measured_for})")
+            return check
+    if sorted(result["removed"]) == sorted(reference_run["removed"]):
+        _check_evaluation(check, result, reference_run, table)
+        return check
+    parting = _parting(replay(dict(result)).decisions, replay(dict(reference_run)).decisions)
+    if parting is None:
+        k = _first_difference(result, reference_run)
+        check.fork = Fork("trace", k, tuple(sorted(reference_run["removed"])), tuple(sorted(result["removed"])),
+                          None, None, None)
+        check.notes.append(f"numeric fork: the runs ask for other sets from evaluation {k + 1} on, with no listed "
+                           f"decision turned before; every one of the {check.sets_compared} sets both scored agrees "
+                           "within its band; metrics not compared (another model)")
+        return check
+    h, r = parting
+    a, b_ = frozenset(r.chosen), frozenset(h.chosen)
+    ref_gap = abs(theirs[b_] - theirs[a]) if a in theirs and b_ in theirs else None
+    here_gap = abs(mine[a] - mine[b_]) if a in mine and b_ in mine else None
+    widths = [x.nats for x in (band(theirs[a]) if a in theirs else None, band(theirs[b_]) if b_ in theirs else None)
+              if x is not None]
+    width = max(widths) if widths else None
+    check.fork = Fork(r.kind, r.position, r.chosen, h.chosen, ref_gap, here_gap, width)
+    if ref_gap is None or width is None or ref_gap > width:
+        check.problems.append(f"removed {sorted(result['removed'])} vs reference {sorted(reference_run['removed'])}: "
+                              f"a decision outside the band turned: {check.fork.describe()}")
+    else:
+        check.notes.append(f"numeric fork: removed {sorted(result['removed'])} vs reference "
+                           f"{sorted(reference_run['removed'])}: {check.fork.describe()}; metrics not compared "
+                           "(another model)")
+    return check
+
+
+def _check_evaluation(check: ForkCheck, result: Mapping[str, Any], reference_run: Mapping[str, Any],
+                      table: Mapping[str, Any]) -> None:
+    """The same removed set: every item outcome and window here against the reference run's, under rule E2."""
+    items = {task: {metric: dict(enumerate(int(c) for c in outcomes)) for metric, outcomes in per_metric.items()}
+             for task, per_metric in (result.get("item_outcomes") or {}).items()}
+    windows = {name: dict(enumerate(values)) for name, values in (result.get("window_nll") or {}).items()}
+    if not items and not windows:
+        check.notes.append("same removed set; no per-item outcomes or windows recorded here: metrics not compared")
+        return
+    common_items = {t: m for t, m in items.items() if t in (reference_run.get("item_outcomes") or {})}
+    common_windows = {n: w for n, w in windows.items() if n in (reference_run.get("window_nll") or {})}
+    seen = ev.check_evaluation(reference_run, ev.Measured(common_items, common_windows),
+                               ev.lookup(table, check.recorded_class, check.here_class, result["identity"]["model"],
+                                         result["removed"]))
+    line = (f"same removed set; {seen.items} items ({seen.disagreements} disagree, {seen.allowed} allowed) and "
+            f"{seen.windows} windows against the reference run's (rule {ev.RULE})")
+    if seen.status == ev.FAILED:
+        check.problems.append(f"{line}: {seen.disagreement}")
+    elif seen.status == ev.NOT_VERIFIED:
+        check.notes.append(f"{line}: metrics not compared: {seen.disagreement}")
+    else:
+        check.notes.append(line)
