@@ -378,6 +378,7 @@ def alignment_panel(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> l
 def claim_seed_spread(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
     """The main grid's claim verdicts with its seed-0 cells swapped for each extra calibration seed's."""
     from depthprune.report import claims as C
+    from depthprune.report.claims import helpers as H
 
     by_seed: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in ctrl:
@@ -386,7 +387,7 @@ def claim_seed_spread(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) ->
     if not by_seed or not main:
         return ["Not measured: needs the controls grid's calibration-seed cells and the main grid's cells."]
     grid = main[0]["grid"]
-    base = {(r["model"], r["objective"], r["search"], r["budget"]): r for r in C._select(main, C.load_thresholds()["general"])}
+    base = {(r["model"], r["objective"], r["search"], r["budget"]): r for r in H.select(main, C.load_thresholds()["general"])}
     versions = {0: list(base.values())}
     swapped = {}
     for cseed, rows in sorted(by_seed.items()):
@@ -417,7 +418,7 @@ def claim_seed_spread(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) ->
             ms = [next((x for x in v.measures if x.name == name), None) for v in vs]
             table.append(["", name, *("–" if m is None else _measure(m) for m in ms)])
             if any(m is not None and m.mde is not None for m in ms):
-                table.append(["", f"{name}: MDE", *("–" if m is None else C._fmt(m.mde) for m in ms)])
+                table.append(["", f"{name}: MDE", *("–" if m is None else H.fmt(m.mde) for m in ms)])
     why = [line for cid in changed for line in (
         f"- **{cid}**:", *(f"  - seed {s}, {verdicts[s][cid].outcome}: {verdicts[s][cid].reason}." for s in seeds_))]
     return [f"Each claim judged on the `{grid}` grid as it is (calibration seed 0) and with its cells of searchers "
@@ -427,7 +428,7 @@ def claim_seed_spread(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) ->
             f"({', '.join(f'{swapped[s]} cells' for s in seeds_[1:])}); the other cells stay as they are. "
             "Same thresholds. Per claim its outcome, then each number its verdict states, with its 95% interval "
             "in brackets and, on a row of its own, its minimum detectable effect (MDE), where the claim has them.",
-            "", _table([[C._cell(x) for x in row] for row in table], ["claim", "statistic", *(f"seed {s}" for s in seeds_)],
+            "", _table([[H.cell(x) for x in row] for row in table], ["claim", "statistic", *(f"seed {s}" for s in seeds_)],
                        keys=2),
             "", f"**Finding.** {flips} of {judged} verdicts change with the calibration sample"
                 + (": those rest on a single draw of calibration data and should be read with that in mind."
@@ -438,11 +439,11 @@ def claim_seed_spread(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) ->
 
 def _measure(m: Any) -> str:
     """A verdict's number as the claims tables write it: the value, its interval where it has one."""
-    from depthprune.report import claims as C
+    from depthprune.report.claims import helpers as H
 
     if m.low is None and m.high is None:
-        return C._fmt(m.value)
-    return f"{C._fmt(m.value)} [{C._fmt(m.low)}, {C._fmt(m.high)}]"
+        return H.fmt(m.value)
+    return f"{H.fmt(m.value)} [{H.fmt(m.low)}, {H.fmt(m.high)}]"
 
 
 SECTIONS = (("Ground truth and chance", ground_truth), ("A structural baseline: Block Influence", structural),
