@@ -80,7 +80,7 @@ def share_rows(results: Sequence[dict[str, Any]], thresholds: Mapping[str, Any] 
                     raw_pooled[metric].append(raw)
                     corrected = Shares.of(ss)
                 else:
-                    y = np.array([f(H.metric(r, metric)) for r in solutions])
+                    y = np.array([f(H.known(r, metric)) for r in solutions])
                     raw = V.corrected_ss(y, np.zeros((len(y), len(y))), len(common))
                 rows.append(ShareRow(grid, model, budget, label, corrected, Shares.of(raw), len(solutions)))
         for metric, label, _ in METRICS:

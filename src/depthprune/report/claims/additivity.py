@@ -33,7 +33,8 @@ def judge_3_3(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Ma
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[(r["model"], r["objective"])].append(r)
-    details, n_sets, most = [], 0, 0
+    details: list[dict[str, Any]] = []
+    n_sets, most = 0, 0
     for (model, objective), rs in sorted(groups.items()):
         prior = next((r["prior"] for r in rs if r.get("prior")), None)
         dense = next((r["dense_calibration_loss"] for r in rs if r.get("dense_calibration_loss") is not None), None)

@@ -157,12 +157,12 @@ CLAIMS = ClaimRegistry()
 register = CLAIMS.register
 
 
-def verdict(claim_id: str, grid: str, held: bool | None, statistic: dict[str, float | None],
+def verdict(claim_id: str, grid: str, held: bool | None, statistic: Mapping[str, float | None],
             threshold: dict[str, Any], n_conditions: int, n_distinct: int, reason: str,
             details: list[dict[str, Any]] | None = None) -> Verdict:
     """A judge's verdict: ``held`` True, False or None (not measured)."""
     outcome = NOT_MEASURED if held is None else HELD if held else NOT_HELD
-    return Verdict(CLAIMS[claim_id], grid, outcome, statistic, threshold, n_conditions, n_distinct, reason,
+    return Verdict(CLAIMS[claim_id], grid, outcome, dict(statistic), threshold, n_conditions, n_distinct, reason,
                    details or [])
 
 

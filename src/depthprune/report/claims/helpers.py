@@ -87,6 +87,14 @@ def metric(r: Mapping[str, Any], name: str) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
+def known(r: Mapping[str, Any], name: str) -> float:
+    """:func:`depthprune.report.claims.helpers.metric` of a result already checked to have it."""
+    value = metric(r, name)
+    if value is None:
+        raise ValueError(f"result {r.get('cell', '?')}: no finite {name}")
+    return value
+
+
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     """Spearman ρ, nan when either side is constant or has fewer than 3 points."""
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
@@ -114,7 +122,7 @@ def blocks(solutions: Sequence[dict[str, Any]], name: str) -> list[N.Outcomes] |
     heads = headlines(solutions[0])
     if not heads or any(headlines(r) != heads for r in solutions):
         return None
-    return N.accuracy_blocks(solutions, list(heads), heads.get)
+    return N.accuracy_blocks(solutions, list(heads), heads.__getitem__)
 
 
 def interval(boot: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -164,6 +172,8 @@ def measured_groups(groups: Sequence[list[dict[str, Any]]], name: str, n_resampl
     boot: list[Measured] = []
     for k, sols in enumerate(groups):
         blk = blocks(sols, name)
+        if blk is None:
+            raise ValueError(f"a group of {len(sols)} solutions without {name} outcomes: check blocks() first")
         point.append(N.measure(blk))
         boot += N.bootstrap(blk, n_resamples, seed + k)
     return point, boot

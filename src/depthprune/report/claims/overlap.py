@@ -31,7 +31,8 @@ PATTERN_5_1 = ("perplexity-based pruning concentrates on contiguous mid-to-late 
 def judge_5_1a(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """Sets overlap less across objectives than across searchers within one: the configuration,
     not the searcher, decides which layers go."""
-    details, used = [], []
+    details: list[dict[str, Any]] = []
+    used: list[dict[str, Any]] = []
     for (model, budget), (ppl, margin) in H.pairs(rows, g).items():
         common = sorted(set(ppl) & set(margin))
         if len(common) < g["min_searchers"]:
@@ -58,7 +59,8 @@ def judge_5_1a(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: M
     "min_gap", ("min_gap",), rules=(Rule("gap", "min_gap", "≥ {}"),)))
 def judge_5_1b_contiguity(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """ppl removals come in runs of adjacent blocks, margin removals less so ("more distributed")."""
-    details, used = [], []
+    details: list[dict[str, Any]] = []
+    used: list[dict[str, Any]] = []
     for (model, budget), (ppl, margin) in H.pairs(rows, g).items():
         c = {name: float(np.mean([A.contiguity(r["removed"]) for r in side.values()]))
              for name, side in (("ppl", ppl), ("margin", margin))}
@@ -81,7 +83,8 @@ def judge_5_1b_contiguity(grid: str, rows: list[dict[str, Any]], t: Mapping[str,
     "min_depth", ("min_depth",), rules=(Rule("depth", "min_depth", "≥ {}"),)))
 def judge_5_1b_depth(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """ppl removals sit in the second half of the network ("mid-to-late")."""
-    details, used = [], []
+    details: list[dict[str, Any]] = []
+    used: list[dict[str, Any]] = []
     for (model, objective, budget), by_search in H.conditions(rows).items():
         if objective != g["ppl_objective"]:
             continue

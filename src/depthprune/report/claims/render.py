@@ -60,7 +60,6 @@ def _grid_tables(grid: str, verdicts: Sequence[Verdict]) -> list[str]:
     ]
 
 
-
 def _sensitivity_matrix(sweeps: list[dict[str, Any]], grids: list[str], t: Mapping[str, Any]) -> str:
     """Rows: (claim, parameter, value) as swept; columns: grids; cells: the outcome at that value."""
     keys: list[tuple[str, str, Any]] = []
@@ -69,8 +68,9 @@ def _sensitivity_matrix(sweeps: list[dict[str, Any]], grids: list[str], t: Mappi
         key = (r["claim"], r["param"], r["value"])
         if key not in keys:
             keys.append(key)
-        outcome[(*key, r["grid"])] = r["outcome"]
-    body, last = [], None
+        outcome[key + (r["grid"],)] = r["outcome"]
+    body: list[list[Any]] = []
+    last = None
     for claim_id, param, value in keys:
         judged = t.get(claim_id, {}).get(param) == value
         body.append([claim_id if claim_id != last else "", param if claim_id != last else "",
@@ -87,8 +87,8 @@ def render_claims(results: Iterable[dict[str, Any]], thresholds: Mapping[str, An
     results = list(results)
     t = thresholds if thresholds is not None else load_thresholds()
     verdicts = list(verdicts) if verdicts is not None else judge_all(results, t)
-    confidence = {t[c].get("confidence") for c in CLAIMS if "confidence" in t[c]}
-    power = {t[c].get("power") for c in CLAIMS if "power" in t[c]}
+    confidence: set[float] = {t[c]["confidence"] for c in CLAIMS if "confidence" in t[c]}
+    power: set[float] = {t[c]["power"] for c in CLAIMS if "power" in t[c]}
     lines = ["Each claim is quoted from the paper's own text (v2) and judged on each grid separately, against "
              "thresholds fixed in `src/depthprune/report/claims.toml` before this report was generated "
              "(`docs/claims.md` explains each). n cond = conditions (or model-budget pairs) measured; n distinct = "

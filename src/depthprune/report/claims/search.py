@@ -38,7 +38,9 @@ def judge_search_gain(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any
 
     The gain is in the calibration loss (exact for its calibration set); the objective gap is in
     evaluated log C4 perplexity, whose window noise is resampled: the median ratio's interval decides."""
-    details, used, groups = [], [], []
+    details: list[dict[str, Any]] = []
+    used: list[dict[str, Any]] = []
+    groups: list[tuple[float, list[dict[str, Any]]]] = []
     for (model, budget), (ppl, margin) in H.pairs(rows, g).items():
         if g["oneshot"] not in ppl or len(ppl) < 2:
             continue
@@ -48,11 +50,11 @@ def judge_search_gain(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any
                       if H.metric(ppl[s], "c4_ppl") is not None and H.metric(margin[s], "c4_ppl") is not None)
         if not both:
             continue
-        gaps = [math.log(H.metric(margin[s], "c4_ppl")) - math.log(H.metric(ppl[s], "c4_ppl")) for s in both]
+        gaps = [math.log(H.known(margin[s], "c4_ppl")) - math.log(H.known(ppl[s], "c4_ppl")) for s in both]
         gain, gap = max(gains.values()), float(np.mean(gaps))
         ratio = gain / gap if gap > 0 else math.inf  # no objective gap: search gains cannot be small next to it
         details.append({"model": model, "budget": budget, "largest_gain": gain,
-                        "best_searcher": max(gains, key=gains.get), "objective_gap": gap, "ratio": ratio,
+                        "best_searcher": max(gains, key=lambda s: gains[s]), "objective_gap": gap, "ratio": ratio,
                         "gains": gains})
         groups.append((gain, [margin[s] for s in both] + [ppl[s] for s in both]))
         used += [*ppl.values(), *(margin[s] for s in both)]
@@ -103,14 +105,17 @@ def judge_search_cost(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any
     so the ratio compares like with like. ``measure``: layer_forwards (default, machine-independent),
     layer_passes (+ backwards, for gradient searchers) or seconds. The v1 summary's "minutes …
     hours" is v1 summary (``000_…``), not in the paper's text, and is not judged."""
-    details, ratios, used, seconds_ratios = [], [], [], []
+    details: list[dict[str, Any]] = []
+    used: list[dict[str, Any]] = []
+    ratios: list[float] = []
+    seconds_ratios: list[float] = []
     per_searcher: dict[str, list[float]] = defaultdict(list)
     for (model, objective, budget), by_search in H.conditions(rows).items():
         base = by_search.get(g["oneshot"])
         dear = {s: r for s, r in by_search.items() if s in t["expensive"]}
         if base is None or not dear or _cost(base, t["measure"]) <= 0:
             continue
-        row = {"model": model, "objective": objective, "budget": budget}
+        row: dict[str, Any] = {"model": model, "objective": objective, "budget": budget}
         for s, r in dear.items():
             row[s] = _cost(r, t["measure"]) / _cost(base, t["measure"])
             seconds = base["cost"]["seconds"]
@@ -141,7 +146,8 @@ def judge_search_cost(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any
     "min_jaccard", ("min_jaccard",), rules=(Rule("jaccard", "min_jaccard", "≥ {}"),)))
 def judge_search_convergence(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """Under one configuration the searchers agree on which layers to remove."""
-    details, used = [], []
+    details: list[dict[str, Any]] = []
+    used: list[dict[str, Any]] = []
     for (model, objective, budget), by_search in H.conditions(rows).items():
         if len(by_search) < g["min_searchers"]:
             continue

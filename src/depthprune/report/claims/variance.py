@@ -101,12 +101,13 @@ def judge_5_2(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Ma
     MEASURED, with the minimum detectable effect. The seven searchers are the paper's set, not
     a sample: resampling seven levels with replacement biases the searcher share down (a draw
     holds ~4.6 distinct searchers), which would favour dominance whatever the data."""
-    details, used = [], []
+    details: list[dict[str, Any]] = []
+    used: list[dict[str, Any]] = []
     per_metric: dict[str, list[tuple[list[dict[str, Any]], int]]] = {m: [] for m, _ in SHARE_METRICS}
     for model, budget, common, solutions in share_tables(rows, g):
         row: dict[str, Any] = {"model": model, "budget": budget, "searchers": len(common)}
         for m, f in SHARE_METRICS:
-            y = np.array([f(H.metric(r, m)) for r in solutions])
+            y = np.array([f(H.known(r, m)) for r in solutions])
             row[f"D_{m}_uncorrected"] = share_gap_of(corrected_ss(y, np.zeros((len(y), len(y))), len(common)))
             if H.blocks(solutions, m) is not None:
                 per_metric[m].append((solutions, len(common)))
