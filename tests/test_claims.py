@@ -464,18 +464,54 @@ def test_every_quote_is_in_the_papers_own_text():
         assert " ".join(claim.quote.split()) in text, claim.id
 
 
+def _table_rows(lines, column):
+    """The cells of each body row of the first markdown table with a column headed ``column``."""
+    i = next(k for k, line in enumerate(lines) if line.startswith("|") and f"| {column} " in line)
+    rows = []
+    for line in lines[i + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]])
+    return rows
+
+
 def test_render_claims_has_a_verdict_table_and_a_sensitivity_table_per_grid():
+    """Per grid: a verdict table with one row per claim in CLAIMS order, stating the verdict's outcome
+    and counts; a measures table captioning each rule; then one matrix of the [sweep] outcomes."""
     rows = both([8, 9, 10], [1, 4, 7], grid="a") + cost_grid(1000)
     lines = C.render_claims(rows, FAST)
     text = "\n".join(lines)
-    for grid in ("a", "g"):
-        assert f"### Claims on grid `{grid}`" in text and f"Sensitivity on grid `{grid}`" in text
-    assert "| claim " in text and "n distinct" in text
     for claim in C.CLAIMS.values():
         assert f"“{claim.quote}”" in text
+    verdicts = C.judge_all(rows, FAST)
+    numbers = C.quote_numbers()
+    for grid in ("a", "g"):
+        section = text.split(f"### Claims on grid `{grid}`")[1].split("### ")[0].splitlines()
+        judged = [v for v in verdicts if v.grid == grid]
+        table = _table_rows(section, "outcome")
+        assert [r[0] for r in table] == list(C.CLAIMS)
+        assert table == [[v.claim.id, v.claim.section, f"[{numbers[v.claim.id]}]", f"**{v.outcome}**",
+                          str(v.n_conditions), str(v.n_distinct)] for v in judged]
+        measures = _table_rows(section, "held if")
+        for v in judged:  # each decisive measure's row says the test it must pass, with the value judged
+            own = measures[[r[0] for r in measures].index(v.claim.id):][:len(v.measures)]
+            assert [r[1] for r in own] == [m.name for m in v.measures]
+            for rule in v.claim.rules:
+                caption = f"{rule.test.format(C.helpers.fmt(FAST[v.claim.id][rule.param]))} ({rule.param})"
+                assert next(r for r in own if r[1] == rule.measure)[-1] == caption
+        assert any(line.startswith(f"Sensitivity on grid `{grid}`") for line in section)
+    matrix = _table_rows(text.split("### Sensitivity: threshold value × grid → outcome")[1].splitlines(), "parameter")
+    expected = []
+    for claim_id, sweep in FAST["sweep"].items():
+        got = {(r["grid"], r["value"]): r["outcome"]
+               for r in C.sensitivity(rows, claim_id, sweep["param"], sweep["values"], FAST)}
+        for k, value in enumerate(sweep["values"]):
+            judged_mark = " (judged)" if FAST[claim_id][sweep["param"]] == value else ""
+            expected.append([claim_id if k == 0 else "", sweep["param"] if k == 0 else "",
+                             C.helpers.fmt(value) + judged_mark, got[("a", value)], got[("g", value)]])
+    assert matrix == expected
     assert re.search(r"\| search-cost +\| Contributions .*\*\*HELD\*\*", text)
     assert re.search(r"\| 5\.2 .*\*\*NOT MEASURED\*\*", text)
-    assert all(isinstance(line, str) for line in lines)
 
 
 def test_rendered_rows_keep_their_columns():
@@ -499,3 +535,21 @@ def test_5_3_counts_the_alignment_panel_as_more_points_of_its_condition():
     assert v.outcome == C.HELD, v.reason
     w = one(C.CLAIMS["5.3"].verdicts(rows, C.with_threshold(T, "5.3", "panel", [])))
     assert w.outcome == C.NOT_MEASURED and "most distinct: 3" in w.reason
+
+
+def test_every_claim_is_registered_once_in_the_order_of_claims_toml():
+    """The registry holds one claim per family module's decorator, ordered as claims.toml's sections
+    (the tables' order); registering a taken id again is refused and leaves the registry as it was."""
+    sections = [s for s in C.load_thresholds() if s not in ("general", "sweep")]  # the file's order
+    assert list(C.CLAIMS) == sections
+    for claim in C.CLAIMS.values():
+        assert claim.judge is not None and claim.judge.__module__.startswith("depthprune.report.claims.")
+        assert claim.rule(claim.rules[0].measure) == claim.rules[0] and claim.rule("no such measure") is None
+    before = dict(C.CLAIMS)
+
+    def impostor(grid, rows, t, g):
+        raise AssertionError("never judged")
+
+    with pytest.raises(ValueError, match="'5.2' is registered twice"):
+        C.register(C.CLAIMS["5.2"])(impostor)
+    assert C.CLAIMS == before and C.CLAIMS["5.2"].judge is before["5.2"].judge

@@ -78,8 +78,8 @@ def test_a_verdicts_statistic_splits_into_measures():
 
 
 def test_every_claim_has_a_gist_and_its_threshold_a_rule():
-    assert set(V.GISTS) == set(C.CLAIMS)
     for claim in C.CLAIMS.values():
+        assert claim.gist, claim.id
         params = {r.param for r in claim.rules}
         assert claim.threshold in params and params <= set(claim.parameters), claim.id
 

@@ -23,6 +23,7 @@ from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdic
     "per (model, objective), over the traces' distinct sets of ≥ 2 layers: mean |loss − additive "
     "prediction| ÷ mean |loss − dense|, additive prediction = dense + Σ_i (f({i}) − dense); "
     "median ≥ min_rel_error", "min_rel_error", ("min_sets", "set_error", "min_rel_error"),
+    gist="multi-layer removal is not additive",
     rules=(Rule("rel_error", "min_rel_error", "≥ {}"),)))
 def judge_3_3(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """Removing several layers is not the sum of removing each: the additive prediction from the

@@ -67,6 +67,7 @@ class Claim:
     threshold: str  # the main named threshold parameter (the one swept by default)
     parameters: tuple[str, ...] = ()  # every parameter of its claims.toml section
     rules: tuple[Rule, ...] = ()  # how each decisive measure is compared with its threshold
+    gist: str = ""  # the claim in a few plain words, for the verdict matrix (its section where empty)
     judge: Judge | None = field(default=None, compare=False, repr=False)
     select: Selector = field(default=_paper_select, compare=False, repr=False)  # the solutions it counts
 

@@ -104,6 +104,7 @@ def _separable(solutions: Sequence[dict[str, Any]], axis: str, min_reliability: 
     "min_reliability",
     "ppl_max_rho", ("x_axis", "min_distinct", "min_reliability", "ppl_max_rho", "margin_min_rho", "panel",
                     "n_resamples", "seed", "confidence", "power"),
+    gist="rank ρ weak under ppl, positive under margin",
     rules=(Rule("rho_ppl", "ppl_max_rho", "CI high ≤ {}"), Rule("rho_margin", "margin_min_rho", "CI low ≥ {}")),
     select=with_panel))
 def judge_5_3(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:

@@ -29,6 +29,7 @@ CONTRIBUTION_2 = ("we show that computationally expensive search algorithms yiel
     "calibration perplexity) ÷ the objective gap (mean over searchers of log C4 ppl of the margin-chosen "
     "minus the ppl-chosen solution, same model and budget); the median's interval over the C4 windows' "
     "noise ≤ max_ratio", "max_ratio", ("max_ratio", "n_resamples", "seed", "confidence", "power"),
+    gist="search gains little over one-shot",
     rules=(Rule("ratio", "max_ratio", "CI high ≤ {}"),)))
 def judge_search_gain(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """Search buys little calibration perplexity next to what changing the configuration does.
@@ -98,7 +99,8 @@ def _cost(r: dict[str, Any], measure: str) -> float:
     "search-cost", "Contributions", "Introduction, second contribution", CONTRIBUTION_2,
     "the 'computationally expensive' part: cost (measure) of each expensive searcher ÷ one-shot's in the "
     "same condition, both as if alone with the prior included; median ≥ min_ratio", "min_ratio",
-    ("expensive", "measure", "min_ratio"), rules=(Rule("ratio", "min_ratio", "≥ {}"),)))
+    ("expensive", "measure", "min_ratio"),
+    gist="expensive searchers cost many × one-shot", rules=(Rule("ratio", "min_ratio", "≥ {}"),)))
 def judge_search_cost(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """The searchers the text calls computationally expensive cost many times one-shot. Costs are
     as if each searcher ran alone, prior included for every searcher that uses it (one-shot does),
@@ -143,7 +145,8 @@ def judge_search_cost(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any
     "under a fixed calibration configuration, different search algorithms converge to similar pruned "
     "subsets",
     "median over conditions of the mean pairwise Jaccard of the searchers' removed sets ≥ min_jaccard",
-    "min_jaccard", ("min_jaccard",), rules=(Rule("jaccard", "min_jaccard", "≥ {}"),)))
+    "min_jaccard", ("min_jaccard",),
+    gist="searchers converge to similar sets", rules=(Rule("jaccard", "min_jaccard", "≥ {}"),)))
 def judge_search_convergence(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """Under one configuration the searchers agree on which layers to remove."""
     details: list[dict[str, Any]] = []

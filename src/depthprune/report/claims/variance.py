@@ -83,6 +83,7 @@ def share_gap_of(ss: np.ndarray) -> np.ndarray | float:
     "accuracy comparable if the interval lies within ±acc_max_gap; HELD only if both, NOT MEASURED "
     "while an interval straddles its threshold", "ppl_min_gap",
     ("ppl_min_gap", "acc_max_gap", "n_resamples", "seed", "confidence", "power"),
+    gist="searchers ≪ objective on ppl, ≈ on accuracy",
     rules=(Rule("D_c4_ppl", "ppl_min_gap", "CI low ≥ {}"), Rule("D_avg_acc", "acc_max_gap", "CI within ±{}"))))
 def judge_5_2(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """The configuration dominates the variance of perplexity but only matches the searcher on
