@@ -1,11 +1,12 @@
 """What a claim is, the registry of claims, their thresholds, and judging them per grid.
 
-A :class:`Claim` carries everything the report says about one claim: its quote, the statistic
-it computes, the rule that decides it (``rules``: which threshold each measure is compared
-with, and how) and its section of ``report/claims.toml`` (named by its id, holding its
-``parameters``). Its judge, a pure function of one grid's solutions and the thresholds, is
-registered with it by :meth:`ClaimRegistry.register`, so a claim lives in one place: the
-module of its family. Registering an id twice is an error naming both judges.
+A :class:`depthprune.report.claims.base.Claim` carries everything the report says about one
+claim: its quote, the statistic it computes, the rules that decide it (``rules``: which
+threshold each measure is compared with, and how), a gist for the verdict matrix, and its
+section of ``report/claims.toml`` (named by its id, holding its ``parameters``). Its judge, a
+pure function of one grid's solutions and the thresholds, is registered with it by
+:meth:`depthprune.report.claims.base.ClaimRegistry.register`, so a claim lives in one place:
+the module of its family. Registering an id twice is an error naming both judges.
 
 The thresholds live in ``report/claims.toml``, not in ``cases/``: every ``*.toml`` in
 ``cases/`` is read as a grid (:func:`depthprune.grid.cases.load_grids`, used by the bench and
@@ -145,8 +146,9 @@ class ClaimRegistry(dict[str, Claim]):
         return decorate
 
     def discover(self, package: str, skip: tuple[str, ...]) -> None:
-        """Import every claim module of ``package``, then order the claims as claims.toml does
-        (a claim without a section there goes last; :func:`load_thresholds` then refuses the file)."""
+        """Import every claim module of ``package``, then order the claims as claims.toml does (a
+        claim without a section there goes last, and
+        :func:`depthprune.report.claims.base.load_thresholds` then refuses the file)."""
         discover(package, skip)
         order = list(tomllib.loads(THRESHOLDS_FILE.read_text()))
         ranked = sorted(self.values(), key=lambda c: order.index(c.id) if c.id in order else len(order))
