@@ -62,12 +62,12 @@ def judge_3_3(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Ma
     th = {k: t[k] for k in ("min_sets", "set_error", "min_rel_error")}
     if not details:
         return verdict("3.3", grid, None, {"rel_error": None}, th, 0, 0,
-                        f"no (model, objective) with a prior, a dense loss and ≥ {t['min_sets']} evaluated sets of "
-                        f"≥ 2 layers in the traces (most: {most})")
+                       f"no (model, objective) with a prior, a dense loss and ≥ {t['min_sets']} evaluated sets of "
+                       f"≥ 2 layers in the traces (most: {most})")
     rel = H.median(d["rel_error"] for d in details)
     held = rel >= t["min_rel_error"]
     stat = {"rel_error": rel, "share_over_set_error": H.median(d["share_over_set_error"] for d in details),
             "spearman": H.median(d["spearman"] for d in details)}
     return verdict("3.3", grid, held, stat, th, len(details), sum(d["sets"] for d in details),
-                    f"median |true − additive| ÷ mean |change| {rel:.2f} {'≥' if held else '<'} "
-                    f"{t['min_rel_error']}", details)
+                   f"median |true − additive| ÷ mean |change| {rel:.2f} {'≥' if held else '<'} "
+                   f"{t['min_rel_error']}", details)

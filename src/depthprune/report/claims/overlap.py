@@ -47,11 +47,11 @@ def judge_5_1a(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: M
     th = {"min_gap": t["min_gap"]}
     if not details:
         return verdict("5.1a", grid, None, {"gap": None}, th, 0, 0,
-                        f"no (model, budget) with both objectives and ≥ {g['min_searchers']} common searchers")
+                       f"no (model, budget) with both objectives and ≥ {g['min_searchers']} common searchers")
     gap = H.median(d["gap"] for d in details)
     held = gap >= t["min_gap"]
     return verdict("5.1a", grid, held, {"gap": gap}, th, len(details), H.distinct(used),
-                    f"median within − across Jaccard {gap:.2f} {'≥' if held else '<'} {t['min_gap']}", details)
+                   f"median within − across Jaccard {gap:.2f} {'≥' if held else '<'} {t['min_gap']}", details)
 
 
 @register(Claim(
@@ -72,11 +72,11 @@ def judge_5_1b_contiguity(grid: str, rows: list[dict[str, Any]], t: Mapping[str,
     th = {"min_gap": t["min_gap"]}
     if not details:
         return verdict("5.1b-contiguity", grid, None, {"gap": None}, th, 0, 0,
-                        "no (model, budget) with both objectives")
+                       "no (model, budget) with both objectives")
     gap = H.median(d["gap"] for d in details)
     held = gap >= t["min_gap"]
     return verdict("5.1b-contiguity", grid, held, {"gap": gap}, th, len(details), H.distinct(used),
-                    f"median contiguity ppl − margin {gap:.2f} {'≥' if held else '<'} {t['min_gap']}", details)
+                   f"median contiguity ppl − margin {gap:.2f} {'≥' if held else '<'} {t['min_gap']}", details)
 
 
 @register(Claim(
@@ -100,5 +100,5 @@ def judge_5_1b_depth(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any]
     depth = H.median(d["depth"] for d in details)
     held = depth >= t["min_depth"]
     return verdict("5.1b-depth", grid, held, {"depth": depth}, th, len(details), H.distinct(used),
-                    f"median relative depth of ppl removals {depth:.2f} {'≥' if held else '<'} {t['min_depth']}",
-                    details)
+                   f"median relative depth of ppl removals {depth:.2f} {'≥' if held else '<'} {t['min_depth']}",
+                   details)

@@ -220,4 +220,4 @@ def judge_5_3(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Ma
     values = list(outcome.values())
     held = False if False in values else None if None in values or not values else True
     return verdict("5.3", grid, held, stat, th, counted_total, H.distinct(used),
-                    f"x = {t['x_axis']}: " + "; ".join(words), details)
+                   f"x = {t['x_axis']}: " + "; ".join(words), details)

@@ -62,13 +62,13 @@ def judge_search_gain(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any
     th = {"max_ratio": t["max_ratio"], "confidence": t["confidence"], "power": t["power"]}
     if not details:
         return verdict("search-gain", grid, None, {"ratio": None}, th, 0, 0,
-                        f"no (model, budget) with {g['oneshot']} and another searcher under ppl and c4_ppl "
-                        "evaluated under both objectives")
+                       f"no (model, budget) with {g['oneshot']} and another searcher under ppl and c4_ppl "
+                       "evaluated under both objectives")
     ratio = H.median(d["ratio"] for d in details)
     if any(H.blocks(sols, "c4_ppl") is None for _, sols in groups):
         return verdict("search-gain", grid, None, {"ratio": ratio}, th, len(details), H.distinct(used),
-                        f"median ratio {ratio:.2f}, but no per-window outcomes, so the objective gap's noise is "
-                        "unknown: not measured", details)
+                       f"median ratio {ratio:.2f}, but no per-window outcomes, so the objective gap's noise is "
+                       "unknown: not measured", details)
     _, boot = H.measured_groups([sols for _, sols in groups], "c4_ppl", t["n_resamples"], t["seed"])
     ratios = []
     for (gain, sols), (means, _) in zip(groups, boot):
@@ -82,9 +82,9 @@ def judge_search_gain(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any
     held = H.decide(low, high, t["max_ratio"], "<=")
     word = {True: "marginal", False: "not marginal", None: "not measured"}[held]
     return verdict("search-gain", grid, held, {"ratio": ratio, "ratio_low": low, "ratio_high": high,
-                                                 "ratio_mde": mde}, th, len(details), H.distinct(used),
-                    f"median (largest search gain ÷ objective gap) {ratio:.2f} [{low:.2f}, {high:.2f}] vs ≤ "
-                    f"{t['max_ratio']} (MDE {mde:.2f}): {word}", details)
+                                                "ratio_mde": mde}, th, len(details), H.distinct(used),
+                   f"median (largest search gain ÷ objective gap) {ratio:.2f} [{low:.2f}, {high:.2f}] vs ≤ "
+                   f"{t['max_ratio']} (MDE {mde:.2f}): {word}", details)
 
 
 def _cost(r: dict[str, Any], measure: str) -> float:
@@ -130,14 +130,14 @@ def judge_search_cost(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any
     th = {k: t[k] for k in ("expensive", "measure", "min_ratio")}
     if not details:
         return verdict("search-cost", grid, None, {"ratio": None}, th, 0, 0,
-                        f"no condition with {g['oneshot']} and one of {', '.join(t['expensive'])}")
+                       f"no condition with {g['oneshot']} and one of {', '.join(t['expensive'])}")
     ratio = H.median(ratios)
     held = ratio >= t["min_ratio"]
     stat = {"ratio": ratio, **{s: H.median(v) for s, v in per_searcher.items()},
             "seconds ratio": float(np.nanmedian(seconds_ratios)) if not np.all(np.isnan(seconds_ratios)) else None}
     return verdict("search-cost", grid, held, stat, th, len(details), H.distinct(used),
-                    f"median {t['measure']} ratio to {g['oneshot']} {ratio:.1f}× {'≥' if held else '<'} "
-                    f"{t['min_ratio']}×", details)
+                   f"median {t['measure']} ratio to {g['oneshot']} {ratio:.1f}× {'≥' if held else '<'} "
+                   f"{t['min_ratio']}×", details)
 
 
 @register(Claim(
@@ -161,9 +161,9 @@ def judge_search_convergence(grid: str, rows: list[dict[str, Any]], t: Mapping[s
     th = {"min_jaccard": t["min_jaccard"]}
     if not details:
         return verdict("search-convergence", grid, None, {"jaccard": None}, th, 0, 0,
-                        f"no condition with ≥ {g['min_searchers']} searchers")
+                       f"no condition with ≥ {g['min_searchers']} searchers")
     overlap = H.median(d["jaccard"] for d in details)
     held = overlap >= t["min_jaccard"]
     return verdict("search-convergence", grid, held, {"jaccard": overlap}, th, len(details), H.distinct(used),
-                    f"median pairwise Jaccard within a condition {overlap:.2f} {'≥' if held else '<'} "
-                    f"{t['min_jaccard']}", details)
+                   f"median pairwise Jaccard within a condition {overlap:.2f} {'≥' if held else '<'} "
+                   f"{t['min_jaccard']}", details)

@@ -117,8 +117,8 @@ def judge_5_2(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Ma
     th = {k: t[k] for k in ("ppl_min_gap", "acc_max_gap", "n_resamples", "confidence", "power")}
     if not details:
         return verdict("5.2", grid, None, {"D_c4_ppl": None, "D_avg_acc": None}, th, 0, 0,
-                        f"no (model, budget) with c4_ppl and avg_acc under both objectives for "
-                        f"≥ {g['min_searchers']} common searchers")
+                       f"no (model, budget) with c4_ppl and avg_acc under both objectives for "
+                       f"≥ {g['min_searchers']} common searchers")
     stat: dict[str, float | None] = {}
     decided: dict[str, bool | None] = {}
     words = []
