@@ -78,7 +78,7 @@ def measured(rows, n_items=4000):
 # -- 5.1a ----------------------------------------------------------------------------------------
 
 def test_5_1a_held_when_objectives_remove_different_layers():
-    v = one(C.verdict_5_1a(both([8, 9, 10], [1, 4, 6]), T))
+    v = one(C.CLAIMS["5.1a"].verdicts(both([8, 9, 10], [1, 4, 6]), T))
     assert v.outcome == C.HELD
     assert v.statistic["gap"] == pytest.approx(1.0)  # within 1, across 0
     assert (v.n_conditions, v.n_distinct) == (1, 2)
@@ -86,14 +86,14 @@ def test_5_1a_held_when_objectives_remove_different_layers():
 
 def test_5_1a_not_held_when_each_searcher_keeps_its_set_across_objectives():
     sets = [[i, i + 1, i + 2] for i in range(7)]  # searchers disagree, objectives agree
-    v = one(C.verdict_5_1a(both(sets, sets), T))
+    v = one(C.CLAIMS["5.1a"].verdicts(both(sets, sets), T))
     assert v.outcome == C.NOT_HELD
     assert v.statistic["gap"] < 0
     assert v.n_distinct == 7
 
 
 def test_5_1a_not_measured_without_the_margin_objective():
-    v = one(C.verdict_5_1a(both([8, 9, 10], None), T))
+    v = one(C.CLAIMS["5.1a"].verdicts(both([8, 9, 10], None), T))
     assert v.outcome == C.NOT_MEASURED and "both objectives" in v.reason
     assert (v.n_conditions, v.n_distinct) == (0, 0)
 
@@ -101,31 +101,31 @@ def test_5_1a_not_measured_without_the_margin_objective():
 # -- 5.1b ----------------------------------------------------------------------------------------
 
 def test_5_1b_contiguity_held_when_ppl_removes_runs_and_margin_scatters():
-    v = one(C.verdict_5_1b_contiguity(both([8, 9, 10], [1, 4, 7]), T))
+    v = one(C.CLAIMS["5.1b-contiguity"].verdicts(both([8, 9, 10], [1, 4, 7]), T))
     assert v.outcome == C.HELD and v.statistic["gap"] == pytest.approx(1.0)
 
 
 def test_5_1b_contiguity_not_held_when_margin_is_the_contiguous_one():
-    v = one(C.verdict_5_1b_contiguity(both([1, 4, 7], [8, 9, 10]), T))
+    v = one(C.CLAIMS["5.1b-contiguity"].verdicts(both([1, 4, 7], [8, 9, 10]), T))
     assert v.outcome == C.NOT_HELD and v.statistic["gap"] == pytest.approx(-1.0)
 
 
 def test_5_1b_contiguity_not_measured_with_one_objective():
-    assert one(C.verdict_5_1b_contiguity(both(None, [1, 4, 7]), T)).outcome == C.NOT_MEASURED
+    assert one(C.CLAIMS["5.1b-contiguity"].verdicts(both(None, [1, 4, 7]), T)).outcome == C.NOT_MEASURED
 
 
 def test_5_1b_depth_held_for_late_ppl_removals():
-    v = one(C.verdict_5_1b_depth(both([8, 9, 10], [0, 1, 2]), T))
+    v = one(C.CLAIMS["5.1b-depth"].verdicts(both([8, 9, 10], [0, 1, 2]), T))
     assert v.outcome == C.HELD and v.statistic["depth"] == pytest.approx(27 / 33)
 
 
 def test_5_1b_depth_not_held_for_early_ppl_removals():
-    v = one(C.verdict_5_1b_depth(both([0, 1, 2], [8, 9, 10]), T))  # margin's late sets do not count
+    v = one(C.CLAIMS["5.1b-depth"].verdicts(both([0, 1, 2], [8, 9, 10]), T))  # margin's late sets do not count
     assert v.outcome == C.NOT_HELD and v.statistic["depth"] == pytest.approx(3 / 33)
 
 
 def test_5_1b_depth_not_measured_without_ppl():
-    assert one(C.verdict_5_1b_depth(both(None, [8, 9, 10]), T)).outcome == C.NOT_MEASURED
+    assert one(C.CLAIMS["5.1b-depth"].verdicts(both(None, [8, 9, 10]), T)).outcome == C.NOT_MEASURED
 
 
 # -- 5.2 -----------------------------------------------------------------------------------------
@@ -150,7 +150,7 @@ def shares_grid(ppl_objective_effect=LOG2, ppl_searcher_step=0.001, acc_objectiv
 
 
 def test_5_2_held_when_objective_dominates_ppl_and_matches_searchers_on_accuracy():
-    v = one(C.verdict_5_2(shares_grid(), FAST))
+    v = one(C.CLAIMS["5.2"].verdicts(shares_grid(), FAST))
     assert v.outcome == C.HELD, v.reason
     assert v.statistic["D_c4_ppl_low"] > 0.9
     assert abs(v.statistic["D_avg_acc"]) < 0.05
@@ -160,13 +160,13 @@ def test_5_2_held_when_objective_dominates_ppl_and_matches_searchers_on_accuracy
 
 
 def test_5_2_not_held_when_the_objective_dominates_accuracy_too():
-    v = one(C.verdict_5_2(shares_grid(acc_objective_effect=0.2), FAST))
+    v = one(C.CLAIMS["5.2"].verdicts(shares_grid(acc_objective_effect=0.2), FAST))
     assert v.outcome == C.NOT_HELD and "not comparable" in v.reason
     assert v.statistic["D_avg_acc"] > 0.9
 
 
 def test_5_2_not_held_when_searchers_dominate_perplexity():
-    v = one(C.verdict_5_2(shares_grid(ppl_objective_effect=0.01, ppl_searcher_step=0.3), FAST))
+    v = one(C.CLAIMS["5.2"].verdicts(shares_grid(ppl_objective_effect=0.01, ppl_searcher_step=0.3), FAST))
     assert v.outcome == C.NOT_HELD and "not dominant" in v.reason
     assert v.statistic["D_c4_ppl"] < 0
 
@@ -176,7 +176,7 @@ def test_5_2_not_measured_without_outcomes():
     rows = shares_grid()
     for r in rows:
         r.pop("item_outcomes")
-    v = one(C.verdict_5_2(rows, FAST))
+    v = one(C.CLAIMS["5.2"].verdicts(rows, FAST))
     assert v.outcome == C.NOT_MEASURED and "no per-item outcomes" in v.reason
     assert v.statistic["D_c4_ppl_low"] > 0.9  # the perplexity half is still judged
 
@@ -185,12 +185,12 @@ def test_5_2_not_measured_without_metrics():
     rows = shares_grid()
     for r in rows:
         r["metrics"] = {}
-    v = one(C.verdict_5_2(rows, FAST))
+    v = one(C.CLAIMS["5.2"].verdicts(rows, FAST))
     assert v.outcome == C.NOT_MEASURED and "c4_ppl and avg_acc" in v.reason
 
 
 def test_5_2_bootstrap_is_seeded():
-    a, b = (one(C.verdict_5_2(shares_grid(acc_objective_effect=0.02), FAST)) for _ in range(2))
+    a, b = (one(C.CLAIMS["5.2"].verdicts(shares_grid(acc_objective_effect=0.02), FAST)) for _ in range(2))
     assert a.statistic == b.statistic
 
 
@@ -218,7 +218,7 @@ def conditions(objective, sign, models=("m1", "m2", "m3"), **kw):
 
 
 def test_5_3_held_for_negative_ppl_and_positive_margin_alignment():
-    v = one(C.verdict_5_3(conditions("ppl", -1, distinct=7, searchers=SEVEN)
+    v = one(C.CLAIMS["5.3"].verdicts(conditions("ppl", -1, distinct=7, searchers=SEVEN)
                           + conditions("margin", +1, distinct=7, searchers=SEVEN), T))
     assert v.outcome == C.HELD, v.reason
     assert v.statistic["rho_ppl"] == pytest.approx(-0.99) and v.statistic["rho_margin"] == pytest.approx(0.99)
@@ -233,40 +233,40 @@ def test_5_3_one_condition_of_five_points_decides_little():
     margin = aligned("margin", +1)
     a, b = margin[3]["metrics"], margin[4]["metrics"]
     a["avg_acc"], b["avg_acc"] = b["avg_acc"], a["avg_acc"]  # one adjacent swap: ρ = 0.9
-    v = one(C.verdict_5_3(aligned("ppl", -1) + measured(margin), T))
+    v = one(C.CLAIMS["5.3"].verdicts(aligned("ppl", -1) + measured(margin), T))
     assert v.outcome == C.NOT_MEASURED, v.reason
     assert v.statistic["rho_margin"] == pytest.approx(0.9, abs=0.01)
     assert v.statistic["rho_margin_low"] < T["5.3"]["margin_min_rho"] < v.statistic["rho_margin"]
 
 
 def test_5_3_not_held_when_ppl_pruning_is_positively_aligned():
-    v = one(C.verdict_5_3(conditions("ppl", +1, distinct=7, searchers=SEVEN)
+    v = one(C.CLAIMS["5.3"].verdicts(conditions("ppl", +1, distinct=7, searchers=SEVEN)
                           + conditions("margin", +1, distinct=7, searchers=SEVEN), T))
     assert v.outcome == C.NOT_HELD and v.statistic["rho_ppl_low"] > T["5.3"]["ppl_max_rho"]
 
 
 def test_5_3_not_measured_with_too_few_distinct_sets():
     rows = aligned("ppl", -1, distinct=4, searchers=SEVEN) + aligned("margin", +1, distinct=4, searchers=SEVEN)
-    v = one(C.verdict_5_3(rows, T))  # seven solutions, four pruned models
+    v = one(C.CLAIMS["5.3"].verdicts(rows, T))  # seven solutions, four pruned models
     assert v.outcome == C.NOT_MEASURED and "most distinct: 4" in v.reason
 
 
 def test_5_3_not_measured_when_the_evaluation_cannot_separate_the_solutions():
     rows = conditions("ppl", -1, distinct=7, searchers=SEVEN) + conditions("margin", +1, distinct=7, searchers=SEVEN)
     measured(rows, n_items=40)  # accuracies 0.44..0.5 on 40 items: within their own noise
-    v = one(C.verdict_5_3(rows, T))
+    v = one(C.CLAIMS["5.3"].verdicts(rows, T))
     assert v.outcome == C.NOT_MEASURED and "reliability" in v.reason
 
 
 def test_5_3_reports_both_axes_and_judges_on_the_named_one():
     rows = (conditions("ppl", -1, distinct=7, searchers=SEVEN, loss_sign=-1)
             + conditions("margin", +1, distinct=7, searchers=SEVEN, loss_sign=-1))  # own loss runs against c4
-    v = one(C.verdict_5_3(rows, T))
+    v = one(C.CLAIMS["5.3"].verdicts(rows, T))
     assert v.outcome == C.HELD
     own = {d["objective"]: d["rho_calibration_loss"] for d in v.details}
     assert own == {"ppl": pytest.approx(1.0), "margin": pytest.approx(-1.0)}
     assert v.statistic["rho_ppl [calibration_loss]"] == pytest.approx(0.99)  # the other axis, in the table too
-    w = one(C.verdict_5_3(rows, C.with_threshold(T, "5.3", "x_axis", "calibration_loss")))
+    w = one(C.CLAIMS["5.3"].verdicts(rows, C.with_threshold(T, "5.3", "x_axis", "calibration_loss")))
     assert w.outcome == C.NOT_HELD and w.statistic["rho_ppl"] == pytest.approx(0.99)
 
 
@@ -284,12 +284,12 @@ def gains_grid(searcher_loss, **losses):
 
 
 def test_search_gain_held_when_search_gains_are_small_next_to_the_objective_gap():
-    v = one(C.verdict_search_gain(gains_grid(1.995), T))
+    v = one(C.CLAIMS["search-gain"].verdicts(gains_grid(1.995), T))
     assert v.outcome == C.HELD and v.statistic["ratio"] == pytest.approx(0.005 / math.log(2))
 
 
 def test_search_gain_not_held_when_one_searcher_gains_much():
-    v = one(C.verdict_search_gain(gains_grid(1.995, bo=1.5), T))  # the largest gain is what must be marginal
+    v = one(C.CLAIMS["search-gain"].verdicts(gains_grid(1.995, bo=1.5), T))  # the largest gain is what must be marginal
     assert v.outcome == C.NOT_HELD and v.statistic["ratio"] == pytest.approx(0.5 / math.log(2))
     assert v.details[0]["best_searcher"] == "bo"
 
@@ -298,14 +298,14 @@ def test_search_gain_not_measured_when_window_noise_spans_the_threshold():
     rows = gains_grid(1.9)  # ratio 0.1 / log 2 = 0.144 < 0.25, but on noisy windows
     for k, r in enumerate(rows):
         r["window_nll"]["c4"] = [w + (0.8 if (j + k) % 2 else -0.8) for j, w in enumerate(r["window_nll"]["c4"])]
-    v = one(C.verdict_search_gain(rows, T))
+    v = one(C.CLAIMS["search-gain"].verdicts(rows, T))
     assert v.outcome == C.NOT_MEASURED, v.reason
     assert v.statistic["ratio_low"] < T["search-gain"]["max_ratio"] < v.statistic["ratio_high"]
 
 
 def test_search_gain_not_measured_without_oneshot():
     rows = [r for r in gains_grid(1.995) if r["search"] != "oneshot"]
-    assert one(C.verdict_search_gain(rows, T)).outcome == C.NOT_MEASURED
+    assert one(C.CLAIMS["search-gain"].verdicts(rows, T)).outcome == C.NOT_MEASURED
 
 
 def cost_grid(dear_lf, searchers=SEVEN):
@@ -314,7 +314,7 @@ def cost_grid(dear_lf, searchers=SEVEN):
 
 
 def test_search_cost_held_when_expensive_searchers_cost_ten_times_oneshot():
-    v = one(C.verdict_search_cost(cost_grid(1000), T))
+    v = one(C.CLAIMS["search-cost"].verdicts(cost_grid(1000), T))
     assert v.outcome == C.HELD and v.statistic["ratio"] == pytest.approx(10.0)
     assert v.n_conditions == 2 and v.details[0]["ga_seconds"] == pytest.approx(3.0)
     assert v.statistic["seconds ratio"] == pytest.approx(3.0)
@@ -322,30 +322,30 @@ def test_search_cost_held_when_expensive_searchers_cost_ten_times_oneshot():
 
 
 def test_search_cost_not_held_when_expensive_searchers_are_cheap():
-    v = one(C.verdict_search_cost(cost_grid(150), T))
+    v = one(C.CLAIMS["search-cost"].verdicts(cost_grid(150), T))
     assert v.outcome == C.NOT_HELD and v.statistic["ratio"] == pytest.approx(1.5)
-    w = one(C.verdict_search_cost(cost_grid(150), C.with_threshold(T, "search-cost", "measure", "seconds")))
+    w = one(C.CLAIMS["search-cost"].verdicts(cost_grid(150), C.with_threshold(T, "search-cost", "measure", "seconds")))
     assert w.statistic["ratio"] == pytest.approx(3.0)  # the measure is a parameter
 
 
 def test_search_cost_not_measured_without_an_expensive_searcher():
-    v = one(C.verdict_search_cost(cost_grid(1000, searchers=["oneshot", "greedy", "fbs"]), T))
+    v = one(C.CLAIMS["search-cost"].verdicts(cost_grid(1000, searchers=["oneshot", "greedy", "fbs"]), T))
     assert v.outcome == C.NOT_MEASURED and "beam" in v.reason
 
 
 def test_search_convergence_held_when_searchers_agree():
-    v = one(C.verdict_search_convergence(both([8, 9, 10], [1, 4, 7]), T))
+    v = one(C.CLAIMS["search-convergence"].verdicts(both([8, 9, 10], [1, 4, 7]), T))
     assert v.outcome == C.HELD and v.statistic["jaccard"] == 1.0 and v.n_conditions == 2
 
 
 def test_search_convergence_not_held_when_searchers_disagree():
     sets = [[3 * (i % 4), 3 * (i % 4) + 1, 3 * (i % 4) + 2] for i in range(7)]
-    v = one(C.verdict_search_convergence(both(sets, sets), T))
+    v = one(C.CLAIMS["search-convergence"].verdicts(both(sets, sets), T))
     assert v.outcome == C.NOT_HELD and v.statistic["jaccard"] < 0.2
 
 
 def test_search_convergence_not_measured_with_two_searchers():
-    assert one(C.verdict_search_convergence(both([8, 9, 10], [1, 4, 7], SEVEN[:2]), T)).outcome == C.NOT_MEASURED
+    assert one(C.CLAIMS["search-convergence"].verdicts(both([8, 9, 10], [1, 4, 7], SEVEN[:2]), T)).outcome == C.NOT_MEASURED
 
 
 # -- 3.3 -----------------------------------------------------------------------------------------
@@ -367,7 +367,7 @@ def _additive(s):
 
 
 def test_3_3_held_when_multi_layer_losses_are_superadditive():
-    v = one(C.verdict_3_3(additivity_grid(lambda s: DENSE + 3 * (_additive(s) - DENSE)), T))
+    v = one(C.CLAIMS["3.3"].verdicts(additivity_grid(lambda s: DENSE + 3 * (_additive(s) - DENSE)), T))
     assert v.outcome == C.HELD
     assert v.statistic["rel_error"] == pytest.approx(2 / 3)
     assert v.statistic["spearman"] == pytest.approx(1.0)  # still ranked right: one-shot's premise
@@ -375,12 +375,12 @@ def test_3_3_held_when_multi_layer_losses_are_superadditive():
 
 
 def test_3_3_not_held_when_losses_are_additive():
-    v = one(C.verdict_3_3(additivity_grid(lambda s: _additive(s) + 1e-4 * (sum(s) % 3)), T))
+    v = one(C.CLAIMS["3.3"].verdicts(additivity_grid(lambda s: _additive(s) + 1e-4 * (sum(s) % 3)), T))
     assert v.outcome == C.NOT_HELD and v.statistic["rel_error"] < 0.01
 
 
 def test_3_3_not_measured_without_multi_layer_sets():
-    v = one(C.verdict_3_3(additivity_grid(_additive, sizes=(1,)), T))
+    v = one(C.CLAIMS["3.3"].verdicts(additivity_grid(_additive, sizes=(1,)), T))
     assert v.outcome == C.NOT_MEASURED and "most: 0" in v.reason
 
 
@@ -389,17 +389,17 @@ def test_3_3_not_measured_without_multi_layer_sets():
 def test_verdicts_never_pool_grids():
     ppl_only = [cell("ppl", s, [8, 9, 10], grid="a") for s in SEVEN]
     margin_only = [cell("margin", s, [1, 4, 6], grid="b") for s in SEVEN]
-    split = C.verdict_5_1a(ppl_only + margin_only, T)
+    split = C.CLAIMS["5.1a"].verdicts(ppl_only + margin_only, T)
     assert [(v.grid, v.outcome) for v in split] == [("a", C.NOT_MEASURED), ("b", C.NOT_MEASURED)]
     for r in margin_only:  # the same results in one grid are measurable: pooling would have changed the verdict
         r["grid"] = "a"
-    assert one(C.verdict_5_1a(ppl_only + margin_only, T)).outcome == C.HELD
+    assert one(C.CLAIMS["5.1a"].verdicts(ppl_only + margin_only, T)).outcome == C.HELD
 
 
 def test_each_grid_gets_its_own_verdict():
     agree = both([8, 9, 10], [1, 4, 7], grid="agree")
     disagree = both([[3 * (i % 4), 3 * (i % 4) + 1, 3 * (i % 4) + 2] for i in range(7)], [1, 4, 7], grid="split")
-    vs = C.verdict_search_convergence(disagree + agree, T)
+    vs = C.CLAIMS["search-convergence"].verdicts(disagree + agree, T)
     assert [(v.grid, v.outcome) for v in vs] == [("agree", C.HELD), ("split", C.HELD)]
     assert vs[0].statistic["jaccard"] == 1.0 and vs[1].statistic["jaccard"] < 1.0  # margin agrees in "split"
     vs = C.judge_all(agree + [cell("ppl", "oneshot", [0, 1, 2], grid="b")], FAST)
@@ -410,7 +410,7 @@ def test_only_the_papers_solutions_count():
     rows = both([8, 9, 10], [1, 4, 7])
     rows += [cell("ppl", "ga", [0, 1, 2], variant="wide"), cell("ppl", "exhaustive", [0, 1, 2]),
              cell("ppl", "ga", [0, 1, 2], seed=1), cell("kl", "ga", [0, 1, 2])]
-    v = one(C.verdict_search_convergence(rows, T))
+    v = one(C.CLAIMS["search-convergence"].verdicts(rows, T))
     assert v.statistic["jaccard"] == 1.0 and v.n_distinct == 2
 
 
@@ -441,8 +441,8 @@ def test_thresholds_load_from_the_file(tmp_path):
     loaded = C.load_thresholds(edited)
     assert loaded["search-convergence"]["min_jaccard"] == 0.9
     sets = [[8, 9, 10]] * 6 + [[8, 9, 11]]  # mean pairwise Jaccard 0.857
-    assert one(C.verdict_search_convergence(both(sets, sets), T)).outcome == C.HELD
-    assert one(C.verdict_search_convergence(both(sets, sets), loaded)).outcome == C.NOT_HELD
+    assert one(C.CLAIMS["search-convergence"].verdicts(both(sets, sets), T)).outcome == C.HELD
+    assert one(C.CLAIMS["search-convergence"].verdicts(both(sets, sets), loaded)).outcome == C.NOT_HELD
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -464,18 +464,54 @@ def test_every_quote_is_in_the_papers_own_text():
         assert " ".join(claim.quote.split()) in text, claim.id
 
 
+def _table_rows(lines, column):
+    """The cells of each body row of the first markdown table with a column headed ``column``."""
+    i = next(k for k, line in enumerate(lines) if line.startswith("|") and f"| {column} " in line)
+    rows = []
+    for line in lines[i + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]])
+    return rows
+
+
 def test_render_claims_has_a_verdict_table_and_a_sensitivity_table_per_grid():
+    """Per grid: a verdict table with one row per claim in CLAIMS order, stating the verdict's outcome
+    and counts; a measures table captioning each rule; then one matrix of the [sweep] outcomes."""
     rows = both([8, 9, 10], [1, 4, 7], grid="a") + cost_grid(1000)
     lines = C.render_claims(rows, FAST)
     text = "\n".join(lines)
-    for grid in ("a", "g"):
-        assert f"### Claims on grid `{grid}`" in text and f"Sensitivity on grid `{grid}`" in text
-    assert "| claim " in text and "n distinct" in text
     for claim in C.CLAIMS.values():
         assert f"“{claim.quote}”" in text
+    verdicts = C.judge_all(rows, FAST)
+    numbers = C.quote_numbers()
+    for grid in ("a", "g"):
+        section = text.split(f"### Claims on grid `{grid}`")[1].split("### ")[0].splitlines()
+        judged = [v for v in verdicts if v.grid == grid]
+        table = _table_rows(section, "outcome")
+        assert [r[0] for r in table] == list(C.CLAIMS)
+        assert table == [[v.claim.id, v.claim.section, f"[{numbers[v.claim.id]}]", f"**{v.outcome}**",
+                          str(v.n_conditions), str(v.n_distinct)] for v in judged]
+        measures = _table_rows(section, "held if")
+        for v in judged:  # each decisive measure's row says the test it must pass, with the value judged
+            own = measures[[r[0] for r in measures].index(v.claim.id):][:len(v.measures)]
+            assert [r[1] for r in own] == [m.name for m in v.measures]
+            for rule in v.claim.rules:
+                caption = f"{rule.test.format(C.helpers.fmt(FAST[v.claim.id][rule.param]))} ({rule.param})"
+                assert next(r for r in own if r[1] == rule.measure)[-1] == caption
+        assert any(line.startswith(f"Sensitivity on grid `{grid}`") for line in section)
+    matrix = _table_rows(text.split("### Sensitivity: threshold value × grid → outcome")[1].splitlines(), "parameter")
+    expected = []
+    for claim_id, sweep in FAST["sweep"].items():
+        got = {(r["grid"], r["value"]): r["outcome"]
+               for r in C.sensitivity(rows, claim_id, sweep["param"], sweep["values"], FAST)}
+        for k, value in enumerate(sweep["values"]):
+            judged_mark = " (judged)" if FAST[claim_id][sweep["param"]] == value else ""
+            expected.append([claim_id if k == 0 else "", sweep["param"] if k == 0 else "",
+                             C.helpers.fmt(value) + judged_mark, got[("a", value)], got[("g", value)]])
+    assert matrix == expected
     assert re.search(r"\| search-cost +\| Contributions .*\*\*HELD\*\*", text)
     assert re.search(r"\| 5\.2 .*\*\*NOT MEASURED\*\*", text)
-    assert all(isinstance(line, str) for line in lines)
 
 
 def test_rendered_rows_keep_their_columns():
@@ -495,7 +531,25 @@ def test_5_3_counts_the_alignment_panel_as_more_points_of_its_condition():
                 r["search"] = r["identity"]["search"] = "rank"
                 r["variant"] = r["identity"]["variant"] = f"q{r['removed'][0]}"
             rows.append(r)
-    v = one(C.verdict_5_3(rows, T))
+    v = one(C.CLAIMS["5.3"].verdicts(rows, T))
     assert v.outcome == C.HELD, v.reason
-    w = one(C.verdict_5_3(rows, C.with_threshold(T, "5.3", "panel", [])))
+    w = one(C.CLAIMS["5.3"].verdicts(rows, C.with_threshold(T, "5.3", "panel", [])))
     assert w.outcome == C.NOT_MEASURED and "most distinct: 3" in w.reason
+
+
+def test_every_claim_is_registered_once_in_the_order_of_claims_toml():
+    """The registry holds one claim per family module's decorator, ordered as claims.toml's sections
+    (the tables' order); registering a taken id again is refused and leaves the registry as it was."""
+    sections = [s for s in C.load_thresholds() if s not in ("general", "sweep")]  # the file's order
+    assert list(C.CLAIMS) == sections
+    for claim in C.CLAIMS.values():
+        assert claim.judge is not None and claim.judge.__module__.startswith("depthprune.report.claims.")
+        assert claim.rule(claim.rules[0].measure) == claim.rules[0] and claim.rule("no such measure") is None
+    before = dict(C.CLAIMS)
+
+    def impostor(grid, rows, t, g):
+        raise AssertionError("never judged")
+
+    with pytest.raises(ValueError, match="'5.2' is registered twice"):
+        C.register(C.CLAIMS["5.2"])(impostor)
+    assert C.CLAIMS == before and C.CLAIMS["5.2"].judge is before["5.2"].judge

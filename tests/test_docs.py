@@ -19,7 +19,8 @@ import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 #: the guides that must hold worked examples (a page that loses its code blocks fails here)
-GUIDES = ("extending/searcher.md", "extending/objective.md", "extending/model.md", "extending/task.md")
+GUIDES = ("extending/searcher.md", "extending/objective.md", "extending/model.md", "extending/task.md",
+          "extending/claim.md")
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 
 

@@ -17,6 +17,17 @@ from typing import Generic, TypeVar
 T = TypeVar("T", bound=type)
 
 
+def discover(package: str, skip: tuple[str, ...] = ("base",)) -> None:
+    """Import every module of ``package`` but ``skip`` and private ones: registration happens on
+    import, so this is what fills a registry (:class:`depthprune.registry.Registry`'s classes, and
+    the claims of :mod:`depthprune.report.claims`, which are instances)."""
+    pkg = importlib.import_module(package)
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name in skip or info.name.startswith("_"):
+            continue
+        importlib.import_module(f"{package}.{info.name}")
+
+
 class Registry(dict[str, T], Generic[T]):
     """``name -> class``; classes register themselves with :meth:`Registry.register`."""
 
@@ -41,11 +52,7 @@ class Registry(dict[str, T], Generic[T]):
 
     def discover(self, package: str, skip: tuple[str, ...] = ("base",)) -> None:
         """Import every module of ``package`` (they register themselves on import)."""
-        pkg = importlib.import_module(package)
-        for info in pkgutil.iter_modules(pkg.__path__):
-            if info.name in skip or info.name.startswith("_"):
-                continue
-            importlib.import_module(f"{package}.{info.name}")
+        discover(package, skip)
 
     def names(self) -> list[str]:
         """Registered names, sorted (for help texts and error messages)."""

@@ -53,7 +53,7 @@ def _link(target: Path, base: Path) -> str:
 
 
 def _env_summary(results: list[dict[str, Any]]) -> list[str]:
-    envs = Counter()
+    envs: Counter[tuple[str, ...]] = Counter()
     for r in results:
         e = r.get("environment", {})
         p = e.get("packages", {})

@@ -9,6 +9,7 @@ build``), with their intervals; this module only shows them.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from depthprune.report.cells import table
 BASELINES = REAL_ASSETS / "tasks" / "mc" / "baselines.json"
 
 
-def _cell(b: dict[str, Any]) -> str:
+def _cell(b: Mapping[str, Any]) -> str:
     return f"{b['acc']:.3f}\u00a0[{b['lo']:.3f},\u00a0{b['hi']:.3f}]"
 
 
@@ -41,7 +42,7 @@ def render_baselines(path: Path = BASELINES) -> list[str]:
         tabulate(rows, headers=["baseline", *tasks], tablefmt="github", disable_numparse=True), ""]
 
 
-def _above(b: dict[str, Any]) -> str:
+def _above(b: Mapping[str, Any]) -> str:
     return f"{100 * (b['acc'] - b['chance']):+.1f}"
 
 

@@ -13,7 +13,7 @@ import re
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from depthprune.report import analysis as A
 from depthprune.report import tables as T
@@ -80,7 +80,7 @@ def ground_truth(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list
     """Each main-grid searcher's loss against the optimum (exhaustive) and chance (random sets)."""
     c, m = _index(ctrl), _index(main)
     rows, gaps = [], defaultdict(list)
-    optimal = defaultdict(int)
+    optimal: defaultdict[str, int] = defaultdict(int)
     conditions = sorted({(k[0], k[1], k[3]) for k in c if k[2] in ("exhaustive", "random")})
     for model, objective, budget in conditions:
         ex, rnd = c.get((model, objective, "exhaustive", budget)), c.get((model, objective, "random", budget))
@@ -126,8 +126,9 @@ def structural(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[s
             continue
         best = min(cond, key=lambda r: r["calibration_loss"])
         worse += bi["calibration_loss"] > one["calibration_loss"]
-        if _acc(bi) is not None and _acc(one) is not None:
-            acc_deltas.append(100 * (_acc(bi) - _acc(one)))
+        acc_bi, acc_one = _acc(bi), _acc(one)
+        if acc_bi is not None and acc_one is not None:
+            acc_deltas.append(100 * (acc_bi - acc_one))
         d = _paired(bi, one) if sorted(bi["removed"]) != sorted(one["removed"]) else None
         if d is not None:
             judged += 1
@@ -239,7 +240,7 @@ def seeds(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
     m = _index(main)
     by: dict[Key, dict[int, dict[str, Any]]] = defaultdict(dict)
     for r in ctrl:
-        cseed = r.get("calibration_seed")
+        cseed = cast(int, r.get("calibration_seed"))  # a calibration-seed block's cells all carry theirs
         if r.get("variant", "default") != "default" or not _extra_seed(r):
             continue
         by[(r["model"], r["objective"], r["search"], r["budget"])][cseed] = r
@@ -251,7 +252,7 @@ def seeds(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
             continue
         runs = {base.get("calibration_seed", 0): base, **runs}
         sets = [runs[s]["removed"] for s in sorted(runs)]
-        accs = [_acc(runs[s]) for s in sorted(runs) if _acc(runs[s]) is not None]
+        accs = [a for s in sorted(runs) if (a := _acc(runs[s])) is not None]
         ppls = [runs[s]["metrics"].get("c4_ppl") for s in sorted(runs) if runs[s]["metrics"].get("c4_ppl")]
         jac = A.mean_pairwise_jaccard(sets)
         per_searcher[key[2]].append(jac)
@@ -266,7 +267,7 @@ def seeds(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
         return ["Not measured: needs the controls grid's calibration-seed cells and the main grid's cells."]
     across = []
     for model, objective, _search, budget in by:
-        accs = [_acc(r) for k, r in m.items() if (k[0], k[1], k[3]) == (model, objective, budget) and _acc(r) is not None]
+        accs = [a for k, r in m.items() if (k[0], k[1], k[3]) == (model, objective, budget) and (a := _acc(r)) is not None]
         if len(accs) > 1:
             across.append(100 * (max(accs) - min(accs)))
     summary = "; ".join(f"{n} {statistics.mean(v):.2f}" for n, v in sorted(per_searcher.items(), key=lambda kv: A.searcher_rank(kv[0])))
@@ -308,7 +309,8 @@ def alignment_panel(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> l
     for r in ctrl:
         if r["search"] == "rank" and not _extra_seed(r):
             panels[(r["model"], r["objective"], r["budget"])].append(r)
-    rows, corr_rows, rhos = [], [], defaultdict(lambda: defaultdict(list))
+    rows, corr_rows = [], []
+    rhos: defaultdict[str, defaultdict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     inside_total = panel_total = 0
     for (model, objective, budget), panel in sorted(panels.items()):
         searchers = [r for k, r in m.items() if (k[0], k[1], k[3]) == (model, objective, budget)]
@@ -325,7 +327,7 @@ def alignment_panel(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> l
             "searchers + panel, c4 ppl": A.alignment(searchers + panel, x="c4_ppl"),
         }
         for name, c in variants.items():
-            if _counts(c):
+            if c is not None and _counts(c):
                 rhos[objective][name].append(c.rho)
         rows.append([model, objective, budget, f"{_f(lo, 4)}–{_f(hi, 4)}", f"{_f(plo, 4)}–{_f(phi, 4)}",
                      len(inside), len(panel)])
@@ -378,6 +380,7 @@ def alignment_panel(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> l
 def claim_seed_spread(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
     """The main grid's claim verdicts with its seed-0 cells swapped for each extra calibration seed's."""
     from depthprune.report import claims as C
+    from depthprune.report.claims import helpers as H
 
     by_seed: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in ctrl:
@@ -386,7 +389,7 @@ def claim_seed_spread(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) ->
     if not by_seed or not main:
         return ["Not measured: needs the controls grid's calibration-seed cells and the main grid's cells."]
     grid = main[0]["grid"]
-    base = {(r["model"], r["objective"], r["search"], r["budget"]): r for r in C._select(main, C.load_thresholds()["general"])}
+    base = {(r["model"], r["objective"], r["search"], r["budget"]): r for r in H.select(main, C.load_thresholds()["general"])}
     versions = {0: list(base.values())}
     swapped = {}
     for cseed, rows in sorted(by_seed.items()):
@@ -403,8 +406,9 @@ def claim_seed_spread(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) ->
     seeds_ = sorted(versions)
     table, flips, changed, judged = [], 0, [], 0
     for claim_id in C.CLAIMS:
-        vs = [verdicts[s].get(claim_id) for s in seeds_]
-        if any(v is None for v in vs):
+        got = [verdicts[s].get(claim_id) for s in seeds_]
+        vs = [v for v in got if v is not None]
+        if len(vs) < len(got):
             continue
         judged += 1
         outcomes = [v.outcome for v in vs]
@@ -417,7 +421,7 @@ def claim_seed_spread(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) ->
             ms = [next((x for x in v.measures if x.name == name), None) for v in vs]
             table.append(["", name, *("–" if m is None else _measure(m) for m in ms)])
             if any(m is not None and m.mde is not None for m in ms):
-                table.append(["", f"{name}: MDE", *("–" if m is None else C._fmt(m.mde) for m in ms)])
+                table.append(["", f"{name}: MDE", *("–" if m is None else H.fmt(m.mde) for m in ms)])
     why = [line for cid in changed for line in (
         f"- **{cid}**:", *(f"  - seed {s}, {verdicts[s][cid].outcome}: {verdicts[s][cid].reason}." for s in seeds_))]
     return [f"Each claim judged on the `{grid}` grid as it is (calibration seed 0) and with its cells of searchers "
@@ -427,7 +431,7 @@ def claim_seed_spread(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) ->
             f"({', '.join(f'{swapped[s]} cells' for s in seeds_[1:])}); the other cells stay as they are. "
             "Same thresholds. Per claim its outcome, then each number its verdict states, with its 95% interval "
             "in brackets and, on a row of its own, its minimum detectable effect (MDE), where the claim has them.",
-            "", _table([[C._cell(x) for x in row] for row in table], ["claim", "statistic", *(f"seed {s}" for s in seeds_)],
+            "", _table([[H.cell(x) for x in row] for row in table], ["claim", "statistic", *(f"seed {s}" for s in seeds_)],
                        keys=2),
             "", f"**Finding.** {flips} of {judged} verdicts change with the calibration sample"
                 + (": those rest on a single draw of calibration data and should be read with that in mind."
@@ -438,11 +442,11 @@ def claim_seed_spread(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) ->
 
 def _measure(m: Any) -> str:
     """A verdict's number as the claims tables write it: the value, its interval where it has one."""
-    from depthprune.report import claims as C
+    from depthprune.report.claims import helpers as H
 
     if m.low is None and m.high is None:
-        return C._fmt(m.value)
-    return f"{C._fmt(m.value)} [{C._fmt(m.low)}, {C._fmt(m.high)}]"
+        return H.fmt(m.value)
+    return f"{H.fmt(m.value)} [{H.fmt(m.low)}, {H.fmt(m.high)}]"
 
 
 SECTIONS = (("Ground truth and chance", ground_truth), ("A structural baseline: Block Influence", structural),

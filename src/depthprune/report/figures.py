@@ -65,8 +65,8 @@ def _avg_acc_interval(r: dict[str, Any], seed: int) -> tuple[float, float] | Non
     """avg_acc's 95% interval in points (the report's cluster bootstrap), or None without outcomes."""
     from depthprune.report.intervals import accuracy
 
-    heads = ((r.get("evaluation_protocol") or {}).get("zero_shot") or {}).get("headline_metric") or {}
-    iv = accuracy(r, list(heads), heads.get, r["metrics"].get("avg_acc"), seed=seed) if heads else None
+    heads: dict[str, str] = ((r.get("evaluation_protocol") or {}).get("zero_shot") or {}).get("headline_metric") or {}
+    iv = accuracy(r, list(heads), heads.__getitem__, r["metrics"].get("avg_acc"), seed=seed) if heads else None
     return None if iv is None else (100 * iv.low, 100 * iv.high)
 
 

@@ -11,7 +11,7 @@ in part -- one model of two -- says so beside its column instead of passing for 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,7 +66,7 @@ def missing_cells(grid: DeclaredGrid, results: Iterable[Mapping[str, Any]]) -> d
     return out
 
 
-def partial_grids(grids: Iterable[DeclaredGrid], results: list[Mapping[str, Any]]) -> dict[str, dict[str, tuple[int, int]]]:
+def partial_grids(grids: Iterable[DeclaredGrid], results: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, tuple[int, int]]]:
     """grid -> :func:`depthprune.report.grids.missing_cells`, for each of ``grids`` that misses some of its declared cells."""
     return {d.name: m for d in grids if (m := missing_cells(d, results))}
 

@@ -206,7 +206,7 @@ def window_blocks(results: Sequence[dict[str, Any]], dataset: str = "c4") -> lis
     """The solutions' per-window mean NLLs on ``dataset`` as one block (each window its own unit:
     windows are consecutive stretches of the concatenated split). None when any result lacks them
     or their windows differ in number."""
-    rows = [(r.get("window_nll") or {}).get(dataset) for r in results]
+    rows: list[Any] = [(r.get("window_nll") or {}).get(dataset) for r in results]
     if not rows or any(not w for w in rows) or len({len(w) for w in rows}) != 1:
         return None
     return [Outcomes.from_units(np.array(rows, dtype=float).T)]

@@ -66,7 +66,7 @@ def condition_tables(rows: list[dict[str, Any]], dense: dict[str, Any] | None) -
     tasks = [(t, prof.headline_metric(t)) for t in evaluated_tasks(rows, prof)]
     heads = dict(tasks)
     ppl = [n for n in ("wikitext2", "c4") if any(f"{n}_ppl" in r["metrics"] for r in rows)] or ["wikitext2", "c4"]
-    models: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []  # (label, metrics, result with outcomes)
+    models: list[tuple[str, dict[str, Any], dict[str, Any]]] = []  # (label, metrics, result with outcomes)
     first, second = [], []
     if dense is not None and dense.get("metrics"):
         m = dense["metrics"]

@@ -3,7 +3,7 @@
 Evaluation noise adds variance to every solution, and a two-way decomposition books most of it to
 the searcher: uncorrected shares overstate what the searcher explains. Claim 5.2 therefore
 subtracts each sum of squares' expected noise, tr(PΣ), with Σ measured from the solutions' own
-per-item and per-window outcomes (:func:`depthprune.report.claims._corrected_ss`). This table
+per-item and per-window outcomes (:func:`depthprune.report.claims.variance.corrected_ss`). This table
 shows those corrected shares per (model, budget), the uncorrected ones beside them, and the
 pooled figure the verdict compares with its threshold, computed by the verdict's own functions
 on the verdict's own solutions (the paper's seven searchers, both objectives, lowest seeds).
@@ -20,6 +20,8 @@ import numpy as np
 
 from depthprune.report import claims as C
 from depthprune.report import noise as N
+from depthprune.report.claims import helpers as H
+from depthprune.report.claims import variance as V
 
 METRICS = (("c4_ppl", "log C4 perplexity", math.log), ("avg_acc", "avg accuracy", lambda v: v))
 
@@ -58,30 +60,28 @@ class ShareRow:
 
 
 def share_rows(results: Sequence[dict[str, Any]], thresholds: Mapping[str, Any] | None = None) -> list[ShareRow]:
-    """Per grid, (model, budget) and metric the shares, then per grid and metric the pooled row."""
+    """Per grid, (model, budget) and metric the shares, then per grid and metric the pooled row; the
+    pairs and their sums of squares are 5.2's own (:func:`depthprune.report.claims.variance.share_tables`,
+    :func:`depthprune.report.claims.variance.corrected_ss`)."""
     t = thresholds if thresholds is not None else C.load_thresholds()
     g = t["general"]
     rows: list[ShareRow] = []
-    for grid, grid_rows in C.by_grid(results).items():
+    for grid, grid_rows in H.by_grid(results).items():
         pooled: dict[str, list[np.ndarray]] = {m: [] for m, _, _ in METRICS}
         raw_pooled: dict[str, list[np.ndarray]] = {m: [] for m, _, _ in METRICS}
-        for (model, budget), (ppl, margin) in C._pairs(C._select(grid_rows, g), g).items():
-            common = sorted(s for s in set(ppl) & set(margin)
-                            if all(C._metric(side[s], m) is not None for side in (ppl, margin) for m, _, _ in METRICS))
-            if len(common) < g["min_searchers"]:
-                continue
-            solutions = [side[s] for side in (ppl, margin) for s in common]  # objective-major, as 5.2
+        for model, budget, common, solutions in V.share_tables(H.select(grid_rows, g), g):
             for metric, label, f in METRICS:
-                blocks = C._blocks(solutions, metric)
+                blocks = H.blocks(solutions, metric)
+                corrected: Shares | None = None
                 if blocks is not None:
                     y, cov = N.measure(blocks)  # c4: mean window NLL = log perplexity
-                    ss, raw = C._corrected_ss(y, cov, len(common)), C._corrected_ss(y, np.zeros_like(cov), len(common))
+                    ss, raw = V.corrected_ss(y, cov, len(common)), V.corrected_ss(y, np.zeros_like(cov), len(common))
                     pooled[metric].append(ss)
                     raw_pooled[metric].append(raw)
-                    corrected: Shares | None = Shares.of(ss)
+                    corrected = Shares.of(ss)
                 else:
-                    y = np.array([f(C._metric(r, metric)) for r in solutions])
-                    raw, corrected = C._corrected_ss(y, np.zeros((len(y), len(y))), len(common)), None
+                    y = np.array([f(H.known(r, metric)) for r in solutions])
+                    raw = V.corrected_ss(y, np.zeros((len(y), len(y))), len(common))
                 rows.append(ShareRow(grid, model, budget, label, corrected, Shares.of(raw), len(solutions)))
         for metric, label, _ in METRICS:
             if pooled[metric]:

@@ -21,18 +21,6 @@ NOT_RUN = "NOT RUN"
 #: table does not break it into "NOT" over "RUN" in every row (grep it as ``NOT.RUN``)
 NOT_RUN_CELL = NOT_RUN.replace(" ", "\u00a0")
 
-#: each claim in a few plain words (the quotes are in REPORT.md's details)
-GISTS: dict[str, str] = {
-    "5.1a": "the objective, not the searcher, picks layers",
-    "5.1b-contiguity": "ppl removes runs, margin scattered layers",
-    "5.1b-depth": "ppl removes mid-to-late layers",
-    "5.2": "searchers ≪ objective on ppl, ≈ on accuracy",
-    "5.3": "rank ρ weak under ppl, positive under margin",
-    "search-gain": "search gains little over one-shot",
-    "search-cost": "expensive searchers cost many × one-shot",
-    "search-convergence": "searchers converge to similar sets",
-    "3.3": "multi-layer removal is not additive",
-}
 WIDTH = 160  # the matrix drops its gist column rather than grow wider than this
 
 
@@ -74,7 +62,7 @@ def matrix(verdicts: Sequence[Verdict], not_run: Sequence[str]) -> list[str]:
         names = mde_names([v for v in verdicts if v.claim.id == claim_id])
         if names:
             named.append(f"{claim_id} {', '.join(names)}")
-        rows.append([claim_id, GISTS.get(claim_id, CLAIMS[claim_id].section),
+        rows.append([claim_id, CLAIMS[claim_id].gist or CLAIMS[claim_id].section,
                      *(cell(by.get((claim_id, g)), names) for g in grids)])
     headers = ["claim", "the paper says", *(f"`{g}`" for g in grids)]
     table = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
@@ -97,5 +85,5 @@ def findings(verdicts: Sequence[Verdict]) -> list[str]:
         vs = [v for v in verdicts if v.claim.id == claim_id]
         if vs:
             found = "; ".join(f"`{v.grid}` {v.outcome}: {v.reason}" for v in vs)
-            lines.append(f"- **{claim_id}** ({GISTS.get(claim_id, CLAIMS[claim_id].section)}). {found}.")
+            lines.append(f"- **{claim_id}** ({CLAIMS[claim_id].gist or CLAIMS[claim_id].section}). {found}.")
     return lines
