@@ -142,7 +142,7 @@ def model_shape(model: str) -> ModelShape:
 
 # -- measured throughput (depthprune.device_check) ---------------------------------------------------
 
-#: The format ``python -m depthprune.device_check`` writes (``throughput.json``).
+#: The format ``depthprune measure device`` writes (``throughput.json``).
 THROUGHPUT_SCHEMA = "depthprune-throughput/1"
 #: Phases of a throughput file whose work is no-grad scoring (the forward rate) ...
 FORWARD_PHASES = ("dense", "prior", "oneshot", "greedy")
@@ -510,7 +510,7 @@ class RecordedLosses:
 
 def recorded_losses(result: dict[str, Any]) -> RecordedLosses:
     """A result's dense loss, prior (single removals) and trace as a loss function."""
-    losses = {frozenset(): float(result["dense_calibration_loss"])}
+    losses: dict[frozenset[int], float] = {frozenset(): float(result["dense_calibration_loss"])}
     losses.update({frozenset([i]): math.nan if v is None else float(v) for i, v in enumerate(result["prior"])})
     losses.update({frozenset(s): math.nan if v is None else float(v) for s, v in result["trace"]})
     return RecordedLosses(losses)
@@ -611,7 +611,8 @@ def evaluation_bounds(searcher: str, params: dict[str, Any], n_layers: int, budg
 
 
 def _has_rule(name: str) -> bool:
-    return SEARCHERS.get(name).evaluation_bounds is not Searcher.evaluation_bounds
+    cls = SEARCHERS.get(name)
+    return cls is not None and cls.evaluation_bounds is not Searcher.evaluation_bounds
 
 
 def forwards_bound(n_layers: int, bounds: Bounds) -> int:
@@ -694,7 +695,7 @@ class GridPlan:
         return lines
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "grid": self.grid, "assumptions": asdict(self.assumptions), "gpu": asdict(self.gpu),
             "assumption_text": self.assumption_text(),
             "shapes": {k: {**asdict(v), "params": v.params} for k, v in self.shapes.items()},
@@ -761,7 +762,7 @@ def worker_memory(shape: ModelShape, grid: Grid, a: Assumptions, gpu: GPU, calib
         grad_rows = grad_chunk_rows(shape.vocab, 2048)
         phases["cbo backward"] = (2 * shape.layers * micro * shape.hidden * b + micro * per_layer * b
                                   + grad_rows * logits)
-    phase = max(phases, key=phases.get)
+    phase = max(phases, key=phases.__getitem__)
     return Memory(weights / GIB, min(budget_bytes, demand) / GIB, phases[phase] / GIB, phase, a.cuda_context_gib,
                   budget_bytes / GIB, demand / GIB)
 
@@ -834,9 +835,9 @@ def plan_cell(grid: Grid, cell: Cell, shape: ModelShape, a: Assumptions, gpu: GP
     ev = eval_tokens(grid, profile)
     evaluation = None if ev is None else ev[0] * ((n - m) * shape.layer_flops_per_token(ev[1]) + head)
     if rate is None:
-        rate = gpu.bf16_tflops * 1e12 * a.mfu * 3600
-        hours = (search + (evaluation or 0.0)) / rate
-        hours_bound = (search_bound + (evaluation or 0.0)) / rate
+        assumed = gpu.bf16_tflops * 1e12 * a.mfu * 3600
+        hours = (search + (evaluation or 0.0)) / assumed
+        hours_bound = (search_bound + (evaluation or 0.0)) / assumed
     else:  # gate-gradient passes (cbo: each L forwards + L backwards) at their own measured rate
         gradient = tokens * 3 * backwards * per_token
         hours = (search - gradient + (evaluation or 0.0)) / rate.forward + gradient / rate.gradient

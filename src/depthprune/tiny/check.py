@@ -1,4 +1,4 @@
-"""Quality checks for the tiny family (``python -m depthprune.tiny.build check``).
+"""Quality checks for the tiny family (``depthprune build tiny check``).
 
 A thin recipe over the benchmark's own core -- nothing is measured here that the core
 does not measure itself. For one model (a registry id or a model directory), opened as
@@ -37,7 +37,7 @@ from typing import Any
 CHANCE = {"hellaswag": 0.25, "winogrande": 0.5, "arc_easy": 0.25, "arc_challenge": 0.25, "piqa": 0.5, "boolq": 0.5}
 
 #: (card key, objective, parameters beyond the tiny profile's defaults)
-CALIBRATIONS = (
+CALIBRATIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("ppl_c4_train", "ppl", {}),
     ("ppl_c4_validation", "ppl", {"dataset": "c4_validation"}),
     ("margin_cloze", "margin", {"answer": "cloze"}),
