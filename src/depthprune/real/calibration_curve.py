@@ -234,7 +234,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--sizes OBJECTIVE=N,N / --seeds N,N: integers separated by commas ({e})") from None
     bad = [o for o in cfg["objectives"] if o not in OBJECTIVES] + [o for o in sizes if o not in OBJECTIVES]
     if bad or min(min(v) for v in cfg["sizes"].values()) < 1 or args.budget < 1 or len(set(cfg["seeds"])) != len(cfg["seeds"]):
-        raise UsageError(f"--objectives from {sorted(OBJECTIVES)}; sizes, budget >= 1; distinct seeds (got {bad or args})")
+        raise UsageError(f"--objectives from {sorted(OBJECTIVES)}; sizes, budget >= 1; distinct seeds (got "
+                         f"{bad or cfg})")
     out = Path(args.out)
     if args.stage in ("run", "all"):
         out.mkdir(parents=True, exist_ok=True)
