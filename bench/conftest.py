@@ -50,7 +50,7 @@ def pytest_addoption(parser):
                     "that dtype: reference/<dtype>/)")
     group = parser.getgroup("depthprune rehearsal")
     group.addoption("--rehearsal", default=os.environ.get("DEPTHPRUNE_REHEARSAL"), metavar="DIR",
-                    help="stand-ins built by `python -m depthprune.rehearsal build --out DIR` (env DEPTHPRUNE_REHEARSAL); "
+                    help="stand-ins built by `depthprune rehearsal build --out DIR` (env DEPTHPRUNE_REHEARSAL); "
                     "without it bench/test_rehearsal.py skips")
     group.addoption("--case-override", default=str(ROOT / "cases" / "rehearsal" / "ci.toml"), metavar="FILE",
                     help="case override applied to the rehearsed grid (default cases/rehearsal/ci.toml; its [ci] "

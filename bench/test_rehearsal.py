@@ -1,6 +1,6 @@
 """Rehearsal of the paper grid: its cells, unmodified, on CPU against stand-ins built by code.
 
-    python -m depthprune.rehearsal build --out DIR && eval "$(python -m depthprune.rehearsal env --out DIR)"
+    depthprune rehearsal build --out DIR && eval "$(depthprune rehearsal env --out DIR)"
     pytest bench/test_rehearsal.py --rehearsal DIR                  # the CI slice of cases/rehearsal/ci.toml
     pytest bench/test_rehearsal.py --rehearsal DIR --full-grid      # all 84 cells (hours)
     pytest bench/test_rehearsal.py --rehearsal DIR --case-override cases/rehearsal/full-shape.toml
@@ -30,13 +30,13 @@ def rehearsal_manifest(request):
 
     where = request.config.getoption("--rehearsal")
     if not where:
-        pytest.skip("no stand-ins: build them with `python -m depthprune.rehearsal build --out DIR`, "
+        pytest.skip("no stand-ins: build them with `depthprune rehearsal build --out DIR`, "
                     "then pass --rehearsal DIR (tox -e rehearsal does both)")
     manifest = read_manifest(where)
     wrong = {k: (os.environ.get(k), v) for k, v in manifest["environment"].items() if os.environ.get(k) != v}
     if wrong:
         pytest.fail("this process does not see the stand-ins (set before pytest starts: "
-                    f'eval "$(python -m depthprune.rehearsal env --out {where})"): '
+                    f'eval "$(depthprune rehearsal env --out {where})"): '
                     + "; ".join(f"{k}={got!r}, expected {want!r}" for k, (got, want) in wrong.items()))
     return manifest
 

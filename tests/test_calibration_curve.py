@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from depthprune.cli import main as cli
 from depthprune.data import parse_shard, take_shard
 from depthprune.objectives import make_objective
 from depthprune.profiles import get_profile
@@ -107,9 +108,8 @@ def test_a_curve_that_never_settles_says_so(tmp_path):
     (["--seeds", "0,0"], "distinct seeds"),
 ])
 def test_bad_curve_input_exits_2_before_anything_is_loaded(tmp_path, capsys, argv, message):
-    with pytest.raises(SystemExit) as e:
-        cc.main(["run", "--out", str(tmp_path / "c"), *argv])
-    assert e.value.code == 2 and message in capsys.readouterr().err
+    assert cli(["measure", "calibration-curve", "run", "--out", str(tmp_path / "c"), *argv]) == 2
+    assert message in capsys.readouterr().err
     assert not (tmp_path / "c").exists()
 
 

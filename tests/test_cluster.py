@@ -137,7 +137,7 @@ def test_a_task_runs_its_pytest_with_as_many_threads_as_its_cpus(cases, tmp_path
 
 
 def test_local_tasks_share_this_machines_cores(monkeypatch):
-    from depthprune import cli
+    from depthprune.cli import grid as cli
 
     monkeypatch.setattr(cli.os, "cpu_count", lambda: 16)
     assert cli.task_threads("slurm", 8, 3) == 8  # a node's CPUs are the task's own

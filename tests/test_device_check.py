@@ -40,8 +40,8 @@ class Absent(importlib.abc.MetaPathFinder):
         if name.split(".")[0] in ("datasets", "lm_eval", "gguf"):
             raise ModuleNotFoundError(f"No module named {name!r} (absent on the device)")
 sys.meta_path.insert(0, Absent())
-sys.argv = ["depthprune.device_check", *sys.argv[1:]]
-runpy.run_module("depthprune.device_check", run_name="__main__", alter_sys=True)
+sys.argv = ["depthprune.cli", "measure", "device", *sys.argv[1:]]
+runpy.run_module("depthprune.cli", run_name="__main__", alter_sys=True)
 """
 
 
@@ -95,7 +95,7 @@ def test_tiny_run_writes_every_phase(tiny_run):
 
 def test_a_bounded_run_stops_and_extrapolates(tmp_path, capsys):
     """With no time, greedy runs one new set and is extrapolated; cbo is skipped; the planner still reads it."""
-    assert device_check.main(["--out", str(tmp_path), "--size", "tiny", "--device", "cpu", "--budget-s", "0"]) == 0
+    assert cli(["measure", "device", "--out", str(tmp_path), "--size", "tiny", "--device", "cpu", "--budget-s", "0"]) == 0
     text = capsys.readouterr().out
     assert "EXTRAPOLATED, not measured" in text
     data = json.loads((tmp_path / "throughput.json").read_text())
@@ -207,5 +207,5 @@ def test_an_unreadable_throughput_file_is_a_usage_error(tmp_path, capsys):
 def test_the_working_tree_fits_what_the_device_tool_carries(capsys):
     total, files = device_check.tree_bytes(ROOT)
     assert 0 < total < device_check.TREE_LIMIT
-    assert device_check.main(["--tree-size"]) == 0  # the same count, from the checkout the module lives in
+    assert cli(["measure", "device", "--tree-size"]) == 0  # the same count, from the checkout the module lives in
     assert f"{files} files, {total / 2**20:.2f} MiB (limit 64 MiB)" in capsys.readouterr().out

@@ -143,7 +143,7 @@ def test_rebuild_is_byte_identical(tmp_path):
 
 @pytest.mark.parametrize("model", ["smollm2-135m", "gemma3-270m"])
 def test_frozen_dense_accuracy_is_well_above_chance(model):
-    """The measured dense accuracies (python -m depthprune.real.mc_eval): every task's full test split,
+    """The measured dense accuracies (depthprune measure wordnet-accuracy): every task's full test split,
     the headline metric >= chance + 10 points at the lower end of its clustered 95% interval."""
     from depthprune.models import REAL_ASSETS
     from depthprune.real.mc_eval import HEADLINE

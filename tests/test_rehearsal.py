@@ -163,7 +163,7 @@ def test_child_environment_adds_the_malloc_tunables_unless_the_user_set_them(tmp
     import platform
 
     from depthprune.rehearsal import MANIFEST
-    from depthprune.rehearsal.__main__ import GLIBC_TUNABLES, child_environment
+    from depthprune.rehearsal.command import GLIBC_TUNABLES, child_environment
 
     (tmp_path / MANIFEST).write_text(json.dumps({"environment": {"HF_HOME": str(tmp_path / "hf")}}))
     monkeypatch.setattr(platform, "libc_ver", lambda: ("glibc", "2.36"))

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from depthprune import task_baselines as tb
+from depthprune.cli import main as cli
 from depthprune.report.baselines import render_task_baselines
 
 
@@ -83,7 +84,7 @@ def rebuilt():
 
 
 def test_the_frozen_file_is_what_a_rebuild_gives(rebuilt):
-    assert not tb.stale(tb.FROZEN, rebuilt), "run python -m depthprune.task_baselines build"
+    assert not tb.stale(tb.FROZEN, rebuilt), "run depthprune build task-baselines"
     data = tb.load()
     assert {t["profile"] for t in data["tasks"].values()} == set(tb.SHIPPED)
     assert len(data["tasks"]) == sum(len(v) for v in tb.SHIPPED.values())
@@ -95,9 +96,10 @@ def test_check_fails_on_a_stale_file_and_build_writes_a_fresh_one(rebuilt, tmp_p
     data = tb.load()
     data["tasks"]["tiny_piqa"]["readers"]["longest"]["acc"] += 0.01
     path.write_text(json.dumps(data))
-    assert tb.main(["check", "--out", str(path)]) == 1
+    assert cli(["build", "task-baselines", "check", "--out", str(path)]) == 1
     assert "differs from a rebuild" in capsys.readouterr().err
-    assert tb.main(["build", "--out", str(path)]) == 0 and tb.main(["check", "--out", str(path)]) == 0
+    assert cli(["build", "task-baselines", "--out", str(path)]) == 0
+    assert cli(["build", "task-baselines", "check", "--out", str(path)]) == 0
 
 
 def test_report_shows_every_task_with_its_best_reader_and_interval_and_every_reader_on_its_page(tmp_path):

@@ -2,7 +2,7 @@
 
 The device tool's command (an H200 for ~15 minutes, no network, the working tree only)::
 
-    PYTHONPATH=src python3 -m depthprune.device_check --out $OUT --size gpu --device cuda
+    PYTHONPATH=src python3 -m depthprune.cli measure device --out $OUT --size gpu --device cuda
 
 Why: no GPU has run this suite yet, and ``depthprune plan`` prices a GPU grid at an assumed 35 % MFU.
 This measures what the suite's code achieves and writes ``DIR/throughput.json``, which
@@ -185,7 +185,7 @@ class Phase:
 
     def rates(self, shape: ModelShape, tokens: int, seq_len: int) -> dict[str, float | None]:
         """Per second: layer-forwards, full-depth tokens, TFLOP (as the planner counts FLOPs)."""
-        none = {"layer_forwards_per_second": None, "tokens_per_second": None, "achieved_tflops": None}
+        none: dict[str, float | None] = {"layer_forwards_per_second": None, "tokens_per_second": None, "achieved_tflops": None}
         if self.seconds <= 0 or self.status not in ("complete", "bounded"):
             return none
         flops = phase_flops(shape, seq_len, tokens, self.layer_forwards, self.layer_backwards, self.evaluations)
@@ -261,7 +261,7 @@ def environment_info(device: str) -> dict[str, Any]:
             "device_name": torch.cuda.get_device_name(0), "capability": list(torch.cuda.get_device_capability(0)),
             "memory_bytes": props.total_memory, "multiprocessors": props.multi_processor_count,
             "bf16_supported": torch.cuda.is_bf16_supported(), "driver": _driver(),
-            "sdpa": {k: _quiet(lambda k=k: getattr(torch.backends.cuda, f"{k}_sdp_enabled")())
+            "sdpa": {k: _quiet(getattr(torch.backends.cuda, f"{k}_sdp_enabled"))
                      for k in ("flash", "mem_efficient", "math", "cudnn")},
         })
     else:
@@ -557,7 +557,7 @@ class Check:
         grad, weights, prior = (run.phases.get(n) for n in ("gate_gradient", "gate_weights", "prior"))
         L = run.shape.layers
         per_set = prior.seconds / max(1, prior.evaluations) if prior else 0.0
-        top_k = get_searcher("cbo").top_k
+        top_k = cast(Any, get_searcher("cbo")).top_k  # cbo's own attribute, not the Searcher protocol's
         estimate = ((L + 1) * grad.wall_seconds + weights.wall_seconds + top_k * per_set
                     if grad and weights and grad.status == "complete" else math.inf)
         left = until - time.perf_counter()
@@ -617,8 +617,8 @@ def tree_bytes(root: str | Path = _CHECKOUT) -> tuple[int, int]:
     return total, files
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m depthprune.device_check", description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``depthprune measure device``."""
     parser.add_argument("--out", default=None, metavar="DIR", help="where throughput.json goes")
     parser.add_argument("--size", choices=tuple(SIZES), default="gpu",
                         help="gpu: smollm2-135m's and llama3.1-8b's shapes, 128 x 2048 tokens; tiny: a CPU test")
@@ -628,21 +628,22 @@ def main(argv: list[str] | None = None) -> int:
                              "stop is 70 s (tiny: 30 s) later")
     parser.add_argument("--tree-size", action="store_true",
                         help="print the size of what the device tool carries (git's files) and exit")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``depthprune measure device``: the check, or with ``--tree-size`` only the size of what the device tool carries."""
+    from depthprune.cli.errors import UsageError
+
     if args.tree_size:
         total, files = tree_bytes()
         print(f"working tree sent to the device: {files} files, {total / 2**20:.2f} MiB (limit {TREE_LIMIT >> 20} MiB)")
         return 0 if total < TREE_LIMIT else 1
     if args.out is None:
-        parser.error("--out is required")
+        raise UsageError("--out is required")
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
-        parser.error("--device cuda: torch sees no CUDA device")
+        raise UsageError("--device cuda: torch sees no CUDA device")
     threads = os.environ.get("DEPTHPRUNE_THREADS")
     if threads:
         torch.set_num_threads(int(threads))
     return Check(Path(args.out), args.size, device, args.budget_s).run()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

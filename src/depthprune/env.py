@@ -30,11 +30,11 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent
 #: Parts of the package that cannot change a result: presentation (report, CLI), the
 #: harness around a cell (references; case-file parsing: case settings enter the cell
 #: fingerprint themselves; the cluster submission; the planner; the GPU throughput check), the tiny family's and the
-#: real profile's build recipes (their outputs, the shipped weights, fixtures and frozen data,
-#: are fingerprinted as data), and the rehearsal's stand-in builder and checks (stand-in
+#: real profile's build recipes and the task baselines' builder (their outputs, the shipped weights, fixtures and
+#: frozen data, are fingerprinted as data), and the rehearsal's stand-in builder and checks (stand-in
 #: weights are fingerprinted by weights.py).
-_NOT_RESULT_AFFECTING = ("report/", "cli.py", "grid/reference.py", "grid/cases.py", "grid/cluster.py", "plan.py",
-                         "device_check.py", "tiny/", "real/", "rehearsal/")
+_NOT_RESULT_AFFECTING = ("report/", "cli/", "grid/reference.py", "grid/cases.py", "grid/cluster.py", "plan.py",
+                         "device_check.py", "task_baselines.py", "tiny/", "real/", "rehearsal/")
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:

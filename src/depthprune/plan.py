@@ -142,7 +142,7 @@ def model_shape(model: str) -> ModelShape:
 
 # -- measured throughput (depthprune.device_check) ---------------------------------------------------
 
-#: The format ``python -m depthprune.device_check`` writes (``throughput.json``).
+#: The format ``depthprune measure device`` writes (``throughput.json``).
 THROUGHPUT_SCHEMA = "depthprune-throughput/1"
 #: Phases of a throughput file whose work is no-grad scoring (the forward rate) ...
 FORWARD_PHASES = ("dense", "prior", "oneshot", "greedy")
@@ -834,9 +834,9 @@ def plan_cell(grid: Grid, cell: Cell, shape: ModelShape, a: Assumptions, gpu: GP
     ev = eval_tokens(grid, profile)
     evaluation = None if ev is None else ev[0] * ((n - m) * shape.layer_flops_per_token(ev[1]) + head)
     if rate is None:
-        rate = gpu.bf16_tflops * 1e12 * a.mfu * 3600
-        hours = (search + (evaluation or 0.0)) / rate
-        hours_bound = (search_bound + (evaluation or 0.0)) / rate
+        assumed = gpu.bf16_tflops * 1e12 * a.mfu * 3600
+        hours = (search + (evaluation or 0.0)) / assumed
+        hours_bound = (search_bound + (evaluation or 0.0)) / assumed
     else:  # gate-gradient passes (cbo: each L forwards + L backwards) at their own measured rate
         gradient = tokens * 3 * backwards * per_token
         hours = (search - gradient + (evaluation or 0.0)) / rate.forward + gradient / rate.gradient

@@ -17,7 +17,7 @@ scoring included), so the items are the ones a model is scored on:
 
 Accuracies are expected ones (a tie among the best counts 1/t; a random pick among w words counts 1/w
 when the target is one of them), with a 95% percentile bootstrap over the task's clusters (an item is
-its own cluster where the documents name none). ``python -m depthprune.task_baselines build`` writes
+its own cluster where the documents name none). ``depthprune build task-baselines`` writes
 them for every shipped task (:data:`SHIPPED`) to :data:`FROZEN`, which REPORT shows; a test rebuilds
 them and compares, so the file cannot go stale.
 """
@@ -61,7 +61,7 @@ class TaskBaselines:
     def chance(self) -> float:
         return chance(self.readers)
 
-    def best(self) -> tuple[str, dict[str, float]]:
+    def best(self) -> tuple[str, Mapping[str, float]]:
         return best(self.readers)
 
 
@@ -197,23 +197,23 @@ def stale(path: Path, data: dict[str, Any]) -> bool:
     return not path.is_file() or path.read_text(encoding="utf-8") != dumps(data)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m depthprune.task_baselines", description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("build", "check"),
-                        help="build: write the frozen file; check: rebuild and compare with it (exit 1 if it differs)")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``depthprune build task-baselines``."""
+    parser.add_argument("action", nargs="?", choices=("build", "check"), default="build",
+                        help="build (default): write the frozen file; check: rebuild and compare with it "
+                             "(exit 1 if it differs)")
     parser.add_argument("--out", type=Path, default=FROZEN, help=f"the frozen file (default: {FROZEN.name} in the package)")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``depthprune build task-baselines [build|check]``: write the frozen file, or say whether it is stale."""
     data = build()
-    if args.command == "build":
+    if args.action == "build":
         args.out.write_text(dumps(data), encoding="utf-8")
         print(f"wrote {args.out} ({len(data['tasks'])} tasks)")
         return 0
     if stale(args.out, data):
-        print(f"{args.out}: differs from a rebuild; run python -m depthprune.task_baselines build", file=sys.stderr)
+        print(f"{args.out}: differs from a rebuild; run depthprune build task-baselines", file=sys.stderr)
         return 1
     print(f"{args.out}: matches a rebuild ({len(data['tasks'])} tasks)")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

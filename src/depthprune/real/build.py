@@ -1,8 +1,8 @@
 """Build the ``real`` profile's frozen data from Python's own documentation.
 
-    python -m depthprune.real.build data     # text splits  -> assets/real/data/{calibration,validation,test}.jsonl
-    python -m depthprune.real.build tasks    # lm-eval tasks + Commonsense-format records, from the frozen splits
-    python -m depthprune.real.build check    # measure the smollm2-135m card (depthprune.real.check: --model for another)
+    depthprune build real data     # text splits  -> assets/real/data/{calibration,validation,test}.jsonl
+    depthprune build real tasks    # lm-eval tasks + Commonsense-format records, from the frozen splits
+    depthprune build real check    # measure the smollm2-135m card (depthprune measure card: --model for another)
 
 Source. Every CPython ships its reference documentation's topic texts as
 ``pydoc_data.topics.topics`` (the text ``help("assert")`` prints): 79 documents, ~65k words
@@ -384,21 +384,22 @@ def build_tasks() -> dict[str, Any]:
     return manifest["tasks"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m depthprune.real.build", description=__doc__.split("\n\n")[0])
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``depthprune build real``."""
     p.add_argument("stage", choices=("data", "tasks", "check", "all"))
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``depthprune build real STAGE``: the frozen splits, the tasks from them, the card (``check``)."""
     if args.stage in ("data", "all"):
         m = build_data()
         print(json.dumps({k: {"documents": v["documents"], "words": v["words"]} for k, v in m["splits"].items()}))
     if args.stage in ("tasks", "all"):
         print(json.dumps(build_tasks()))
     if args.stage in ("check", "all"):
-        from depthprune.real.check import main as check_main
+        from depthprune.real import check
 
-        check_main([])
+        defaults = argparse.ArgumentParser()
+        check.add_arguments(defaults)
+        check.run(defaults.parse_args([]))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """The calibration-size curve: how the removed set settles as the calibration sample grows.
 
-    python -m depthprune.real.calibration_curve run --out curves/smollm2-135m      # resumable
-    python -m depthprune.real.calibration_curve summarize --out curves/smollm2-135m  # curve.json + table
+    depthprune measure calibration-curve run --out curves/smollm2-135m        # resumable
+    depthprune measure calibration-curve summarize --out curves/smollm2-135m  # curve.json + table
     (tox -e calibration-curve runs both on smollm2-135m)
 
 For each objective (ppl, margin), calibration seed s and size n, oneshot and greedy remove M
@@ -39,7 +39,6 @@ import argparse
 import itertools
 import json
 import os
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -183,7 +182,7 @@ def summarize(out: str | Path) -> dict[str, Any]:
             for r in mine if r["size"] == n)]
         n = min(ok)
         chosen[objective] = {"size": n, "settled_before_largest": n < max(sizes)}
-    summary = {"written_by": "python -m depthprune.real.calibration_curve summarize", "config": cfg,
+    summary = {"written_by": "depthprune measure calibration-curve summarize", "config": cfg,
                "provenance": provenance,
                "rule": {"settled_jaccard": SETTLED_JACCARD, "cross_seed_slack": CROSS_SEED_SLACK,
                         "text": " ".join(__doc__.split("THE RULE")[1].split("\n\n")[0].split(":", 1)[1].split())},
@@ -203,8 +202,8 @@ def table(summary: dict[str, Any]) -> str:
     return tabulate(rows, head, tablefmt="github")
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m depthprune.real.calibration_curve", description=__doc__.split("\n\n")[0])
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``depthprune measure calibration-curve``."""
     p.add_argument("stage", choices=("run", "summarize", "all"))
     p.add_argument("--out", required=True)
     p.add_argument("--model", default=DEFAULTS["model"])
@@ -217,7 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--archive", metavar="DIR", help="also copy curve.json to DIR/calibration-curve-<model>.json "
                                                     "(where depthprune report finds it)")
     p.add_argument("--workers", type=int, default=2, help="processes, one objective each (default 2: one per core)")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``depthprune measure calibration-curve STAGE``: bad settings are a usage error before anything runs."""
+    from depthprune.cli.errors import UsageError
+
     try:
         sizes = {o: list(v) for o, v in DEFAULTS["sizes"].items()}
         for spec in args.sizes:
@@ -227,16 +231,17 @@ def main(argv: list[str] | None = None) -> int:
                "seeds": [int(x) for x in args.seeds.split(",")], "objectives": args.objectives.split(",")}
         cfg["sizes"] = {o: sizes[o] for o in cfg["objectives"] if o in sizes}
     except ValueError as e:
-        p.error(f"--sizes OBJECTIVE=N,N / --seeds N,N: integers separated by commas ({e})")
+        raise UsageError(f"--sizes OBJECTIVE=N,N / --seeds N,N: integers separated by commas ({e})") from None
     bad = [o for o in cfg["objectives"] if o not in OBJECTIVES] + [o for o in sizes if o not in OBJECTIVES]
     if bad or min(min(v) for v in cfg["sizes"].values()) < 1 or args.budget < 1 or len(set(cfg["seeds"])) != len(cfg["seeds"]):
-        p.error(f"--objectives from {sorted(OBJECTIVES)}; sizes, budget >= 1; distinct seeds (got {bad or args})")
+        raise UsageError(f"--objectives from {sorted(OBJECTIVES)}; sizes, budget >= 1; distinct seeds (got "
+                         f"{bad or cfg})")
     out = Path(args.out)
     if args.stage in ("run", "all"):
         out.mkdir(parents=True, exist_ok=True)
         config = out / "config.json"
         if config.exists() and json.loads(config.read_text()) != cfg:
-            p.error(f"{config} holds another curve's settings; use another --out")
+            raise UsageError(f"{config} holds another curve's settings; use another --out")
         _write_json(config, cfg)
         tasks = sorted(itertools.product(cfg["objectives"], cfg["seeds"]),
                        key=lambda t: -sum(cfg["sizes"][t[0]]) * COST_PER_UNIT[t[0]])  # most expensive first
@@ -258,7 +263,3 @@ def main(argv: list[str] | None = None) -> int:
             print(f"chosen {objective}: {c['size']}" + ("" if c["settled_before_largest"]
                                                         else " (the largest size: the curve has not shown the sets settling)"))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

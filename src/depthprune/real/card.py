@@ -2,7 +2,7 @@
 
 What a model *is* is stated here (:data:`IDENTITIES`); what it *does* is measured by
 :mod:`depthprune.real.check` and added to the card's ``measured`` section. Both files are written by
-:func:`write`; ``python -m depthprune.real.check --model MODEL --render-only`` re-renders a card from its card.json
+:func:`write`; ``depthprune measure card --model MODEL --render-only`` re-renders a card from its card.json
 without measuring anything.
 """
 

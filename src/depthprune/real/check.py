@@ -1,7 +1,7 @@
 """Measure a real model (``smollm2-135m``, ``gemma3-270m``) through the benchmark's core and write its card.
 
-    python -m depthprune.real.check [--model smollm2-135m] [--steps tasks,margin,sweep] [--threads 1]
-                                    [--dtype float32] [--tasks T1,T2] [--objectives ppl,margin]
+    depthprune measure card [--model smollm2-135m] [--steps tasks,margin,sweep] [--threads 1]
+                            [--dtype float32] [--tasks T1,T2] [--objectives ppl,margin]
 
 Four steps, each stored in ``card.json`` under ``measured`` (a step not run keeps what the
 card had) and rendered into the README (every number there is of the dequantised weights, and the
@@ -26,7 +26,7 @@ card says so where they are shown):
   calibration defaults (what a grid search sees), with the wall time of the dense pass + the single
   removals.
 
-``python -m depthprune.real.build check`` runs the default (smollm2-135m, float32, every step but
+``depthprune build real check`` runs the default (smollm2-135m, float32, every step but
 ``perplexity``, which ``tasks`` includes).
 """
 
@@ -227,13 +227,10 @@ def render(measured: dict[str, Any], model_id: str = MODEL_ID) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    import torch
-
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``depthprune measure card``."""
     from depthprune.models import REAL_MODELS
-    from depthprune.recipe import Session
 
-    p = argparse.ArgumentParser(prog="python -m depthprune.real.check", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=MODEL_ID, choices=sorted(REAL_MODELS))
     p.add_argument("--steps", default="tasks,margin,sweep", help="of perplexity, tasks, margin, sweep")
     p.add_argument("--threads", type=int, default=1)
@@ -242,11 +239,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--objectives", default=",".join(SWEEP_OBJECTIVES), help="the sweep step's objectives")
     p.add_argument("--render-only", action="store_true",
                    help="rewrite the card's README.md and card.json from its stored measurements (no model load)")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``depthprune measure card``: each step's measurement into the card (an unknown step: a usage error)."""
+    import torch
+
+    from depthprune.cli.errors import UsageError
+    from depthprune.recipe import Session
+
     steps = [s for s in args.steps.split(",") if s]
     unknown = sorted(set(steps) - {"perplexity", "tasks", "margin", "sweep"})
     if unknown:
-        p.error(f"unknown step(s) {', '.join(unknown)}")
+        raise UsageError(f"--steps: unknown step(s) {', '.join(unknown)}; allowed: perplexity, tasks, margin, sweep")
     tasks = tuple(t for t in args.tasks.split(",") if t) if args.tasks is not None else None
     objectives = tuple(o for o in args.objectives.split(",") if o)
     identity(args.model)  # a model without a card identity fails before anything is loaded
@@ -271,7 +276,3 @@ def main(argv: list[str] | None = None) -> int:
         write(measured, render(measured, args.model), args.model)  # after every step: a killed run keeps it
     session.close()
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """The dense accuracy of a real model on the WordNet multiple-choice tasks, with 95% intervals.
 
-    python -m depthprune.real.mc_eval --model smollm2-135m [--dtype bfloat16] [--out FILE]
+    depthprune measure wordnet-accuracy --model smollm2-135m [--dtype bfloat16] [--out FILE]
 
 Each task's full test split through the suite's own evaluation (``Session.evaluate``: lm-eval on
 the in-memory model, the shared-prefix adapter, no perplexity, no LAMBADA), one task at a
@@ -89,15 +89,18 @@ def measure(model: str, dtype: str = "auto", tasks: tuple[str, ...] = mc_tasks.T
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m depthprune.real.mc_eval", description=__doc__.split("\n\n")[0])
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``depthprune measure wordnet-accuracy``."""
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--dtype", default="auto")
     p.add_argument("--tasks", default=",".join(mc_tasks.TASKS))
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--out", type=Path, default=None, help="write the measurement as JSON")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``depthprune measure wordnet-accuracy``: print the measurement (and write it to ``--out``)."""
     res = measure(args.model, args.dtype, tuple(t for t in args.tasks.split(",") if t), args.batch_size, args.threads)
     text = json.dumps(res, indent=1) + "\n"
     if args.out:
@@ -105,7 +108,3 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(text, encoding="utf-8")
     print(text)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

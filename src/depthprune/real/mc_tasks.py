@@ -1,8 +1,8 @@
 """Multiple-choice tasks for the ``real`` profile from WordNet 3.0, built so the text alone does not answer them.
 
-    python -m depthprune.real.mc_tasks build            # reads Debian's wordnet-base, writes the frozen tasks
-    python -m depthprune.real.mc_tasks build --out DIR  # the same into DIR (compare with the shipped files)
-    ... build --seed-split 0 --seed-test 1 --seed-train 2 --seed-bootstrap 0   # the seeds (these defaults)
+    depthprune build wordnet-tasks            # reads Debian's wordnet-base, writes the frozen tasks
+    depthprune build wordnet-tasks --out DIR  # the same into DIR (compare with the shipped files)
+    depthprune build wordnet-tasks --seed-split 0 --seed-test 1 --seed-train 2 --seed-bootstrap 0   # the seeds (these defaults)
 
 ``real_nextsent`` leaks its answer: its distractors come from other documents, and a reader
 of surface features picks the true ending far above chance. These three tasks ask for what a
@@ -206,9 +206,9 @@ def hypernym_candidates(wn: wnr.WordNet, counts: Counter) -> list[Cand]:
         h = wn.synsets[hypernyms[0]]
         # the answer names the hypernym in one of its own two most frequent senses ("court" is not
         # what a reader hears in "A motel is a kind of court")
-        golds = sorted((wn.senses[(w, "n")].index(h.key), -counts[w], w) for w in _lower_words(h)
-                       if familiar(w, "n", wn, counts))
-        golds = [w for rank, _c, w in golds if rank <= 1]
+        ranked = sorted((wn.senses[(w, "n")].index(h.key), -counts[w], w) for w in _lower_words(h)
+                        if familiar(w, "n", wn, counts))
+        golds = [w for rank, _c, w in ranked if rank <= 1]
         if not golds or bl.related(lemma, golds[0]) or _looks_plural(wn, lemma):
             continue
         true_keys = {k for sense in keys for k in (sense, *wn.ancestors(sense))}
@@ -373,6 +373,7 @@ def choose(cands: list[Cand], pools: list[list[str]], readers: dict[str, Callabl
             cost = float(((sums + wins - (t + 1) / K) ** 2).sum())
             if best_cost is None or cost < best_cost - 1e-12:
                 best, best_cost, best_wins = triple, cost, wins
+        assert best is not None and best_wins is not None  # triples is never empty
         sums += best_wins
         out[i] = [pools[i][j] for j in best]
     return out  # type: ignore[return-value]
@@ -409,7 +410,7 @@ def fold_lms(corpus: list[tuple[str, list[str]]], seed: str) -> list[bl.NgramLM]
 
 
 def filter_readers(lms: list[bl.NgramLM], counts: dict[str, dict[str, int]], tfidf_fit: list[dict[str, Any]],
-                   option_only: list[Callable] | None) -> dict[str, Callable]:
+                   option_only: Sequence[Callable] | None) -> dict[str, Callable]:
     readers: dict[str, Callable] = {
         "longest": lambda items: bl.length(items, 1.0), "shortest": lambda items: bl.length(items, -1.0),
         "frequent_corpus": lambda items: bl.frequency(items, counts, "corpus", 1.0),
@@ -613,19 +614,17 @@ def build(out: Path = OUT, tasks: Sequence[str] = TASKS, seeds: dict[str, int] |
     return manifest
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m depthprune.real.mc_tasks", description=__doc__.split("\n\n")[0])
-    p.add_argument("stage", choices=("build",))
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``depthprune build wordnet-tasks``."""
     p.add_argument("--out", type=Path, default=OUT, help="output folder (default: the shipped one)")
     p.add_argument("--tasks", default=",".join(TASKS))
     for name, value in SEEDS.items():
         p.add_argument(f"--seed-{name}", type=int, default=value, help=f"default {value}")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``depthprune build wordnet-tasks``: build into ``--out`` and print each task's counts."""
     seeds = {name: getattr(args, f"seed_{name}") for name in SEEDS}
     manifest = build(args.out, [t for t in args.tasks.split(",") if t], seeds, log=lambda s: print(s, file=sys.stderr))
     print(json.dumps(manifest["tasks"], indent=1))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,11 +1,11 @@
 """The enlarged calibration pool of the real profile: the reference topics' calibration split
 plus the prose of Python's tutorial, HOWTOs and FAQ (Debian ``python3.11-doc``).
 
-Why: the calibration-size curve (``python -m depthprune.real.calibration_curve``) draws three
+Why: the calibration-size curve (``depthprune measure calibration-curve``) draws three
 *disjoint* calibration samples of up to 64 windows x 128 tokens, and the reference topics'
 calibration split (~45k tokens in 35 documents) cannot hold them without windows overlapping.
 
-    python -m depthprune.real.pool build     # needs: apt-get install python3.11-doc
+    depthprune build pool     # needs: apt-get install python3.11-doc
 
 writes ``assets/real/data/calibration_pool.jsonl`` (one document per source page, the
 calibration split's documents first, unchanged) and its entry in ``manifest.json`` (package
@@ -21,7 +21,6 @@ import hashlib
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -135,14 +134,12 @@ def build_pool(sources: Path = SOURCES) -> dict[str, Any]:
     return manifest["calibration_pool"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m depthprune.real.pool", description=__doc__.split("\n\n")[0])
-    p.add_argument("stage", choices=("build",))
-    p.parse_args(argv)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``depthprune build pool`` has no options: the pool is a function of the frozen splits and the docs."""
+
+
+def run(args: argparse.Namespace) -> int:
+    """``depthprune build pool``: build the pool and print its size."""
     info = build_pool()
     print(json.dumps({k: info[k] for k in ("documents", "words")} | {"dropped": len(info["pages_dropped"]["pages"])}))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,8 +12,8 @@ path has ever run. A rehearsal runs it, unmodified, against stand-ins under the 
   reference: it runs, counts and shapes are what the searcher and the protocol predict, the
   saved checkpoint reloads with identical logits.
 
-    python -m depthprune.rehearsal build --out DIR      # stand-ins + manifest (DIR/rehearsal.json)
-    eval "$(python -m depthprune.rehearsal env --out DIR)"
+    depthprune rehearsal build --out DIR      # stand-ins + manifest (DIR/rehearsal.json)
+    eval "$(depthprune rehearsal env --out DIR)"
     pytest bench/test_rehearsal.py --rehearsal DIR --results results-rehearsal
 
 Results are flagged ``identity.stand_in`` (the marker file in the checkpoint), live in their own
@@ -42,5 +42,5 @@ def environment(out: str | Path) -> dict[str, str]:
 def read_manifest(out: str | Path) -> dict[str, Any]:
     path = Path(out) / MANIFEST
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no rehearsal built there (python -m depthprune.rehearsal build --out {out})")
+        raise FileNotFoundError(f"{path}: no rehearsal built there (depthprune rehearsal build --out {out})")
     return json.loads(path.read_text())

@@ -1,7 +1,7 @@
 """The tiny model family: a generated world, its corpus, tokenizer, three small
 trained models and offline stand-ins for every dataset of the paper.
 
-Build everything with ``python -m depthprune.tiny.build all`` (see
+Build everything with ``depthprune build tiny all`` (see
 :mod:`depthprune.tiny.build`); outputs go to ``depthprune/assets/tiny/``:
 
 * ``models/{tiny-llama3,tiny-llama3.1,tiny-qwen3}/`` -- Hugging Face model dirs

@@ -1,4 +1,4 @@
-"""Build the tiny family end to end: ``python -m depthprune.tiny.build all``.
+"""Build the tiny family end to end: ``depthprune build tiny all``.
 
 Stages (each can be run alone; ``all`` runs them in this order)::
 
@@ -164,9 +164,8 @@ STAGES = {"corpus": stage_corpus, "tokenizer": stage_tokenizer, "fixtures": stag
           "train": stage_train, "check": stage_check}
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m depthprune.tiny.build", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options of ``depthprune build tiny``."""
     ap.add_argument("stage", choices=[*STAGES, "all"])
     ap.add_argument("--seed", type=int, default=0, help="world seed (default 0)")
     ap.add_argument("--work-dir", default=str(default_work_dir()), help="where the raw corpus goes")
@@ -174,7 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1; part of the recipe)")
     ap.add_argument("--steps", type=int, default=None, help="override training steps (for quick trials)")
     ap.add_argument("--limit", type=int, default=None, help="check: items per lm-eval task")
-    args = ap.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``depthprune build tiny STAGE``: run the stage (``all``: every stage but ``check``, in order)."""
     order = ["corpus", "tokenizer", "fixtures", "train"] if args.stage == "all" else [args.stage]
     for st in order:
         t0 = time.time()
@@ -184,7 +186,3 @@ def main(argv: list[str] | None = None) -> int:
             _record(st, dt)
         print(f"[{st}] {dt:.1f}s", file=sys.stderr)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Quality checks for the tiny family (``python -m depthprune.tiny.build check``).
+"""Quality checks for the tiny family (``depthprune build tiny check``).
 
 A thin recipe over the benchmark's own core -- nothing is measured here that the core
 does not measure itself. For one model (a registry id or a model directory), opened as

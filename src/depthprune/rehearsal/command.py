@@ -1,4 +1,4 @@
-"""``python -m depthprune.rehearsal build|env|run --out DIR``: build the stand-ins, print their
+"""``depthprune rehearsal build|env|run --out DIR``: build the stand-ins, print their
 environment, or run ``bench/test_rehearsal.py`` against them (building them first when missing or
 built by other code)."""
 
@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 from depthprune.rehearsal import MANIFEST, environment, read_manifest
 
@@ -24,6 +25,9 @@ _BENCH = Path(__file__).resolve().parents[3] / "bench" / "test_rehearsal.py"
 # cost 1.5 billion minor page faults and nearly half the CPU time of a full-shape run (measured: the
 # head loop 8.37 s -> 3.97 s per 8 x 2048 tokens, system time 9.0 s -> 0.0 s). Ours; a user's own
 # GLIBC_TUNABLES wins.
+#: Where the stand-in models go: OUT/hf/hub (HF_HOME) or OUT/models (DEPTHPRUNE_MODELS_DIR).
+Layout = Literal["hf-cache", "models-dir"]
+
 GLIBC_TUNABLES = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
 
 
@@ -53,7 +57,7 @@ def builder_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-def build(out: Path, layout: str, models: list[str] | None) -> dict:
+def build(out: Path, layout: Layout, models: list[str] | None) -> dict:
     """Stand-in models and datasets under ``out``, and the manifest that says how to use them."""
     from depthprune.env import write_json_atomic
     from depthprune.rehearsal.datasets import build_data, training_texts
@@ -77,7 +81,7 @@ def build(out: Path, layout: str, models: list[str] | None) -> dict:
     return manifest
 
 
-def run(out: Path, layout: str, pytest_args: list[str]) -> int:
+def rehearse(out: Path, layout: Layout, pytest_args: list[str]) -> int:
     """Build when needed, then pytest in a child process that starts with the stand-ins' environment
     (huggingface_hub and datasets read HF_HOME when imported, so it cannot be set from inside)."""
     try:
@@ -99,9 +103,9 @@ def run(out: Path, layout: str, pytest_args: list[str]) -> int:
     return subprocess.call(cmd, env=env)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m depthprune.rehearsal", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The subcommands of ``depthprune rehearsal`` and their options."""
+    sub = parser.add_subparsers(dest="rehearsal_command", required=True)
     b = sub.add_parser("build", help="build stand-in models and datasets into --out")
     b.add_argument("--out", required=True, type=Path)
     b.add_argument("--layout", default="hf-cache", choices=("hf-cache", "models-dir"),
@@ -114,10 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", required=True, type=Path)
     r.add_argument("--layout", default="hf-cache", choices=("hf-cache", "models-dir"))
     r.add_argument("pytest_args", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
-    if args.command == "run":
-        return run(args.out, args.layout, [a for a in args.pytest_args if a != "--"])
-    if args.command == "build":
+
+
+def run(args: argparse.Namespace) -> int:
+    """``depthprune rehearsal build|env|run``: 2 where ``env`` finds no stand-ins built in ``--out``."""
+    if args.rehearsal_command == "run":
+        return rehearse(args.out, args.layout, [a for a in args.pytest_args if a != "--"])
+    if args.rehearsal_command == "build":
         manifest = build(args.out, args.layout, args.models.split(",") if args.models else None)
         print(json.dumps({"out": str(args.out.resolve() / MANIFEST), "seconds": manifest["seconds"],
                           "models": {k: v["path"] for k, v in manifest["models"].items()}}, indent=2))
@@ -129,7 +136,3 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print("\n".join(f"export {k}={shlex.quote(v)}" for k, v in env.items()))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,0 +1,59 @@
+"""``depthprune`` command line: prune, cell, evaluate, report, archive, verify, plan, submit; build,
+measure and rehearsal for the tools that make the shipped assets and measure machines and models.
+
+Exit status: 0 on success; 2 for a usage error (bad input: one line naming the flag and
+what is allowed, or the result file or archive that is broken and how, before anything is
+loaded or written); 1 for a failure during the run
+(one line with its reason; ``DEPTHPRUNE_DEBUG=1`` shows the traceback).
+
+The commands live by group: :mod:`depthprune.cli.model` (prune, cell, evaluate),
+:mod:`depthprune.cli.results` (report, archive, verify, durations, time-split),
+:mod:`depthprune.cli.grid` (plan, submit) and :mod:`depthprune.cli.tools` (build, measure,
+rehearsal); :mod:`depthprune.cli.common` holds what they share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from depthprune.cli.common import check_destination, objective_params_from_flags, result_summary
+from depthprune.cli.errors import EXIT_FAILURE, EXIT_USAGE, UsageError
+from depthprune.result import ResultFileError
+
+__all__ = ["EXIT_FAILURE", "EXIT_USAGE", "UsageError", "build_parser", "check_destination", "main",
+           "objective_params_from_flags", "result_summary"]
+
+
+def build_parser(prog: str = "depthprune") -> argparse.ArgumentParser:
+    """Every command's parser; each leaf's defaults carry ``func`` (what runs) and ``label`` (its name in errors)."""
+    from depthprune.cli import grid, model, results, tools
+
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0] if __doc__ else None)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=tools.ToolParser)
+    for group in (model, results, grid, tools):
+        group.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str = "depthprune") -> int:
+    """Run one command: its status, or 2 for bad input, 1 for a failure (one line on stderr each)."""
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)  # argparse exits 2 on its own usage errors
+    label = getattr(args, "label", None) or args.command
+    try:
+        status: int = args.func(args)
+        return status
+    except (UsageError, ResultFileError) as err:  # a broken result file is bad input too: exit 2, naming it
+        print(f"depthprune {label}: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"depthprune {label}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - a failure during the run: one line, status 1
+        if os.environ.get("DEPTHPRUNE_DEBUG"):
+            raise
+        message = str(err).splitlines()[0] if str(err) else type(err).__name__
+        print(f"depthprune {label}: failed: {type(err).__name__}: {message}", file=sys.stderr)
+        return EXIT_FAILURE

@@ -1,0 +1,240 @@
+"""``depthprune prune``, ``cell`` and ``evaluate``: a model with some blocks removed, found or given."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from depthprune.cli.common import (
+    add_model_args,
+    check_destination,
+    kv_arg,
+    layers_arg,
+    objective_params_from_flags,
+    positive,
+    result_summary,
+    tasks_arg,
+)
+from depthprune.cli.errors import EXIT_FAILURE, UsageError
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    from depthprune.env import write_json_atomic
+    from depthprune.models import WeightsUnavailable, resolve, resolve_device, resolve_dtype
+    from depthprune.objectives import OBJECTIVES, make_objective
+    from depthprune.recipe import Session, check_budget, count_layers, identity, make_result, save_pruned
+    from depthprune.search import SEARCHERS, get_searcher
+
+    # -- validate: everything that can be checked before loading weights (exit 2) --------
+    try:
+        spec = resolve(args.model)
+    except WeightsUnavailable as err:
+        raise UsageError(f"--model {args.model}: {err}") from None
+    except ValueError as err:
+        raise UsageError(f"--model: {err}") from None
+    if args.objective not in OBJECTIVES:
+        raise UsageError(f"--objective {args.objective!r} is unknown; allowed: {OBJECTIVES.allowed()}")
+    if args.search not in SEARCHERS:
+        raise UsageError(f"--search {args.search!r} is unknown; allowed: {SEARCHERS.allowed()}")
+    search_params = dict(args.param or [])
+    try:
+        get_searcher(args.search, **search_params)
+    except (TypeError, ValueError) as err:
+        raise UsageError(f"--param: {err}") from None
+    objective_params = objective_params_from_flags(args)
+    try:
+        make_objective(args.objective, args.profile or spec.profile, **objective_params)
+    except (TypeError, ValueError) as err:
+        raise UsageError(f"--objective-param: {err}") from None
+    try:
+        resolve_dtype(args.dtype, resolve_device(args.device))
+    except ValueError as err:
+        raise UsageError(f"--device/--dtype: {err}") from None
+    check_destination(args.save, "--save", kind="dir", overwrite=args.overwrite)
+    check_destination(args.json, "--json")
+    n_layers = count_layers(spec, args.allow_download)
+    protected = args.protect or ()
+    bad = [i for i in protected if not 0 <= i < n_layers]
+    if bad:
+        raise UsageError(f"--protect {','.join(map(str, bad))}: {spec.id} has {n_layers} layers; allowed 0..{n_layers - 1}")
+    try:
+        check_budget(spec, n_layers, args.budget, protected)
+    except ValueError as err:
+        raise UsageError(f"--{err}") from None
+
+    # -- run (a failure here exits 1) -------------------------------------------------------
+    session = Session.open(spec, profile=args.profile, device=args.device, dtype=args.dtype,
+                           batch_size=args.batch_size, allow_download=args.allow_download)
+    calib = session.calibrate(args.objective, **objective_params)
+    outcome = calib.search(args.search, args.budget, seed=args.seed, params=search_params, protected=protected,
+                           progress=False if args.quiet else args.search)
+    eval_config = session.profile.eval_config() if args.evaluate else None
+    evaluation = session.evaluate(outcome.removed, eval_config) if args.evaluate else None
+    ident = identity(session, calib, args.search, args.budget, args.seed)
+    result = make_result(session, calib, outcome, ident, evaluation, eval_config, protected=protected)
+    for line in result_summary(result):
+        print(line)
+    if args.json:
+        from depthprune.result import to_json
+
+        write_json_atomic(args.json, to_json(result))
+        print(f"wrote      {args.json}")
+    if args.save:
+        out = save_pruned(session, result, args.save)
+        print(f"saved      {out} ({n_layers - len(outcome.removed)} layers)")
+    return 0
+
+
+def cmd_cell(args: argparse.Namespace) -> int:
+    from depthprune.grid.cases import CaseFileError, load_grids
+    from depthprune.grid.reference import compare, format_failure, read_reference, reference_dtypes
+    from depthprune.grid.runner import CellSkipped, GridRunner
+
+    if not Path(args.cases).is_dir():
+        raise UsageError(f"--cases {args.cases}: not a directory of case files")
+    try:
+        grids = load_grids(args.cases)
+    except CaseFileError as err:
+        raise UsageError(str(err)) from None
+    found = [(g, c) for g in grids for c in g.cells() if c.id == args.cell and (args.grid in (None, g.name))]
+    if not found:
+        names = ", ".join(g.name for g in grids)
+        raise UsageError(f"cell {args.cell!r} is in no grid of {args.cases} ({names}); "
+                         "ids read <model>-<objective>-<searcher>-M<budget>")
+    if len(found) > 1:
+        raise UsageError(f"cell {args.cell!r} is in grids {', '.join(g.name for g, _ in found)}; pass --grid")
+    grid, cell = found[0]
+    check_destination(args.results, "--results", kind="dir")
+    try:
+        runner = GridRunner(args.results, device=args.device, redo=args.redo)
+    except ValueError as err:  # DEPTHPRUNE_SCORE_STORE
+        raise UsageError(str(err)) from None
+    try:
+        result = runner.result(grid, cell)
+    except CellSkipped as reason:
+        print(f"{cell.id}: skipped: {reason}")
+        return 0
+    finally:
+        runner.close()
+    print(f"cell       {grid.name}/{cell.id} ({'resumed' if runner.resumed else 'ran'})")
+    for line in result_summary(result):
+        print(line)
+    dtype = result["environment"]["dtype"]
+    ref_dir = grid.reference_dir(args.reference_dir)
+    reference = read_reference(ref_dir, cell.id, dtype)
+    if reference is None:
+        others = reference_dtypes(ref_dir, cell.id)
+        made = f" (only in {', '.join(others)}: results of different precisions are never compared)" if others else ""
+        print(f"reference  none for {dtype} in {ref_dir}{made}")
+        return 0
+    problems, notes = compare(result, reference)
+    for note in notes:
+        print(f"note       {note}")
+    if problems:
+        print(format_failure(cell.id, problems, notes), file=sys.stderr)
+        return EXIT_FAILURE
+    print("reference  matches")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from depthprune.env import environment, write_json_atomic
+    from depthprune.evaluate import default_cache_dir
+    from depthprune.models import WeightsUnavailable, resolve
+    from depthprune.profiles import get_profile
+    from depthprune.recipe import Session, count_layers
+
+    try:
+        spec = resolve(args.model)
+    except (ValueError, WeightsUnavailable) as err:
+        raise UsageError(f"--model: {err}") from None
+    profile = get_profile(args.profile or spec.profile)
+    try:
+        cfg = profile.eval_config(tasks=args.tasks, seq_len=args.seq_len, limit=args.limit,
+                                  batch_size=args.batch_size, lambada=not args.no_lambada, adapter=args.adapter,
+                                  perplexity=() if args.no_perplexity else None)
+    except (TypeError, ValueError) as err:
+        raise UsageError(f"--tasks: {err}") from None
+    check_destination(args.json, "--json")
+    n_layers = count_layers(spec, args.allow_download)
+    removed = args.remove or ()
+    bad = [i for i in removed if not 0 <= i < n_layers]
+    if bad or len(removed) >= n_layers:
+        raise UsageError(f"--remove {','.join(map(str, removed))}: {spec.id} has {n_layers} layers; "
+                         f"allowed: fewer than {n_layers} distinct indices in 0..{n_layers - 1}")
+    session = Session.open(spec, profile=profile, device=args.device, dtype=args.dtype,
+                           allow_download=args.allow_download)
+    result = session.evaluate(removed, cfg, cache_dir=None if args.no_cache else default_cache_dir())
+    rows = [(k, f"{v:.4f}") for k, v in result.metrics.items() if not k.endswith("_stderr")]
+    print(f"{spec.id} without layers [{','.join(map(str, removed))}] "
+          f"({result.seconds:.1f} s{', cached' if result.cached else ''})")
+    print(tabulate(rows, headers=("metric", "value"), tablefmt="github"))
+    if args.json:
+        write_json_atomic(args.json, {"model": spec.id, "weights": session.weights, "removed": list(removed),
+                                      "metrics": result.metrics, "protocol": result.protocol,
+                                      "seconds": result.seconds, "item_outcomes": result.items,
+                                      "item_clusters": result.clusters, "window_nll": result.windows,
+                                      "environment": environment(session.device, session.dtype)})
+        print(f"wrote {args.json}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``prune``, ``cell`` and ``evaluate`` to the ``depthprune`` subparsers ``sub``."""
+    from depthprune.evaluate import ADAPTERS
+    from depthprune.objectives import OBJECTIVES
+    from depthprune.search import SEARCHERS
+
+    p = sub.add_parser("prune", help="find the blocks to remove; optionally evaluate and save the smaller checkpoint")
+    add_model_args(p)
+    p.add_argument("--objective", default="ppl", help=f"calibration objective ({OBJECTIVES.allowed()})")
+    p.add_argument("--search", default="greedy", help=f"searcher ({SEARCHERS.allowed()})")
+    p.add_argument("--budget", type=int, required=True, help="number of blocks to remove (M)")
+    p.add_argument("--seed", type=int, default=0, help="the searcher's seed")
+    p.add_argument("--calib-samples", type=positive(1), default=None,
+                   help="calibration windows (ppl, kl) or items (margin); default: the profile's")
+    p.add_argument("--seq-len", type=positive(2), default=None,
+                   help="calibration window length in tokens (objectives with windows: ppl, kl)")
+    p.add_argument("--calib-seed", type=positive(0), default=None, help="seed of the calibration sample")
+    p.add_argument("--objective-param", type=kv_arg, action="append", metavar="KEY=VALUE",
+                   help="any other objective parameter (e.g. answer=cloze, dataset=c4_train)")
+    p.add_argument("--batch-size", type=positive(1), default=None,
+                   help="sequences per forward micro-batch (default: the profile's)")
+    p.add_argument("--param", type=kv_arg, action="append", metavar="KEY=VALUE", help="searcher hyper-parameter")
+    p.add_argument("--protect", type=layers_arg, default=None, metavar="I,J", help="layers that may not be removed")
+    p.add_argument("--evaluate", action="store_true", help="also run the perplexity suite and zero-shot tasks")
+    p.add_argument("--save", default=None, metavar="DIR", help="write the pruned checkpoint here")
+    p.add_argument("--overwrite", action="store_true", help="allow --save into a non-empty directory")
+    p.add_argument("--json", default=None, metavar="FILE", help="write the result (schema 2) as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_prune)
+
+    p = sub.add_parser("cell", help="run (or resume) one grid cell by its id, outside pytest")
+    p.add_argument("cell", help="cell id, e.g. tiny-llama3-ppl-greedy-M3")
+    p.add_argument("--grid", default=None, help="the grid, where an id is in several")
+    p.add_argument("--cases", default="cases", help="directory of case files (default: ./cases)")
+    p.add_argument("--results", default="results", help="results directory (default: ./results)")
+    p.add_argument("--reference-dir", default="reference", help="compare with the reference here, if any")
+    p.add_argument("--redo", action="store_true", help="recompute even if a finished result exists")
+    p.add_argument("--device", default=None, help="device (default: the grid's)")
+    p.set_defaults(func=cmd_cell)
+
+    p = sub.add_parser("evaluate", help="perplexity suite + zero-shot tasks of the model without some layers")
+    add_model_args(p)
+    p.add_argument("--remove", type=layers_arg, default=(), metavar="I,J,K", help="layers to remove (default none)")
+    p.add_argument("--tasks", type=tasks_arg, default=None,
+                   help="comma-separated zero-shot tasks (default: hellaswag,winogrande,arc_easy,arc_challenge,piqa,boolq)")
+    p.add_argument("--no-lambada", action="store_true", help="skip LAMBADA")
+    p.add_argument("--no-perplexity", action="store_true", help="skip WikiText-2 / C4 perplexity")
+    p.add_argument("--seq-len", type=positive(2), default=None, help="perplexity window length (paper 2048; tiny 256)")
+    p.add_argument("--limit", type=positive(1), default=None, help="lm-eval items per task (default all)")
+    p.add_argument("--batch-size", type=positive(1), default=None)
+    p.add_argument("--adapter", choices=ADAPTERS, default=None,
+                   help="lm-eval model: shared-prefix (default; each shared context once) or stock hflm")
+    p.add_argument("--no-cache", action="store_true", help="ignore and do not write the evaluation cache")
+    p.add_argument("--json", default=None, metavar="FILE", help="write metrics and protocol as JSON")
+    p.set_defaults(func=cmd_evaluate)

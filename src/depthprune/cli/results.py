@@ -1,0 +1,239 @@
+"""``depthprune report``, ``archive``, ``verify``, ``durations`` and ``time-split``: what finished results say."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from depthprune.cli.common import check_destination, positive
+from depthprune.cli.errors import EXIT_FAILURE, UsageError
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import time
+
+    from depthprune.report import write_report
+
+    for d in args.results:
+        if not Path(d).is_dir():
+            raise UsageError(f"--results {d}: not a directory")
+    check_destination(args.out, "--out")
+    from depthprune.report import readme as readme_block
+
+    if args.readme is not None and not readme_block.has_block(args.readme):
+        raise UsageError(f"--readme {args.readme}: no verdict block to rewrite (a line starting "
+                         f"'<!-- verdicts:start' and one '{readme_block.END}')")
+    readme = None if args.no_readme else args.readme or readme_block.beside(args.out)
+    start = time.perf_counter()
+    command = "depthprune report " + " ".join(f"--results {d}" for d in args.results) + f" --out {args.out}"
+    out = write_report(args.results, args.out, args.figures, command=command, reference_dir=args.reference_dir,
+                       cases_dir=args.cases, reports_dir=args.reports, readme=readme)
+    print(f"wrote {out}{f' and the verdict block of {readme}' if readme else ''} in "
+          f"{time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def cmd_archive(args: argparse.Namespace) -> int:
+    from depthprune.grid.archive import write_archives
+
+    if not Path(args.results).is_dir():
+        raise UsageError(f"--results {args.results}: not a directory")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out}: exists and is not a directory")
+    written = write_archives(args.results, args.out)
+    if not written:
+        raise UsageError(f"--results {args.results}: no grid directory with finished results in it")
+    for path in written:
+        print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    import time
+
+    from depthprune.verify import run
+
+    for d in args.results:
+        if not Path(d).is_dir():
+            raise UsageError(f"--results {d}: not a directory")
+    if args.json:
+        check_destination(args.json, "--json")
+    try:
+        cells = run.select_cells(args.results, args.grid, args.cell)
+        if not args.replay_only:
+            run.check_weights(cells)
+    except run.SelectionError as err:
+        raise UsageError(str(err)) from None
+    if not args.replay_only:
+        return _verify_remeasure(args, cells)
+    start = time.perf_counter()
+    replays = run.replay_cells(cells, progress=sys.stderr.isatty())
+    seconds = time.perf_counter() - start
+    for line in run.cell_lines(replays):
+        print(line)
+    print(run.summary(replays))
+    print(f"replayed {len(replays)} cells in {seconds:.1f} s (no model loaded: each searcher against its recorded trace)")
+    if args.json:
+        from depthprune.env import write_json_atomic
+
+        write_json_atomic(args.json, run.report_json(replays, args.results, seconds))
+        print(f"wrote {args.json}")
+    return EXIT_FAILURE if any(r.status == run.FAILED for r in replays) else 0
+
+
+def _verify_remeasure(args: argparse.Namespace, cells: list[dict[str, Any]]) -> int:
+    """``depthprune verify`` without --replay-only: replay, then re-score on this machine against bands."""
+    import time
+
+    from depthprune.env import environment, git_revision, write_json_atomic
+    from depthprune.precision import cap_prefix
+    from depthprune.verify import bands, evaluation, remeasure, run
+
+    args.bands = args.bands or str(bands.BANDS_FILE)
+    table = bands.load_table(args.bands)
+    measure: Callable[[Any, Any], Any] | None = None
+    if args.measure_bands:
+        command = cap_prefix() + "depthprune verify " + " ".join(f"--results {d}" for d in args.results) + \
+            "".join(f" --grid {g}" for g in args.grid or []) + "".join(f" --cell {c}" for c in args.cell or []) + \
+            " --measure-bands" + (f" --dtype {args.dtype}" if args.dtype != "auto" else "")
+        provenance = {"command": command, "commit": git_revision(), "cells": sorted(c["cell"] for c in cells),
+                      "machine": environment("cpu", "float32")["kernels"], "rule": bands.RULE,
+                      "dtype": args.dtype,
+                      "what": "each condition's measuring sets (dense, singles, held-out trace sets per size: "
+                              "depthprune.verify.bands), recorded against re-scored here"
+                              + ("; each removed set's sampled items and windows (depthprune.verify.evaluation, "
+                                 f"rule {evaluation.RULE}), recorded against evaluated here" if not args.no_evaluation
+                                 else "")}
+
+        def write_bands(differences, evaluation):
+            nonlocal table
+            table = bands.measure(differences, provenance, table, evaluation)
+            write_json_atomic(args.bands, table)
+            return table
+
+        measure = write_bands
+
+    start = time.perf_counter()
+    population = run.select_cells(args.results, sorted({c["grid"] for c in cells}))
+    checks, _ = remeasure.remeasure(cells, table, seed=args.seed, progress=sys.stderr.isatty(),
+                                    measure_bands=measure, population=population,
+                                    evaluate=not args.no_evaluation, dtype=args.dtype)
+    seconds = time.perf_counter() - start
+    for line in run.remeasure_lines(checks):
+        print(line)
+    print(run.remeasure_summary(checks))
+    print(f"verified {len(checks)} cells in {seconds:.1f} s on {checks[0].here_class if checks else '?'} "
+          + ("(sets and decisions re-scored; task items and perplexity windows not re-evaluated: --no-evaluation)"
+             if args.no_evaluation else "(sets and decisions re-scored; each removed set's sampled task items and "
+                                        "perplexity windows re-evaluated)"))
+    if args.measure_bands:
+        print(f"wrote the bands of these models to {args.bands}")
+    if args.json:
+        write_json_atomic(args.json, {"mode": "re-measure", "results": [str(r) for r in args.results],
+                                      "seconds": round(seconds, 3), "cells": [c.to_dict() for c in checks]})
+        print(f"wrote {args.json}")
+    return EXIT_FAILURE if any(c.status == remeasure.FAILED for c in checks) else 0
+
+
+def cmd_durations(args: argparse.Namespace) -> int:
+    from depthprune.grid.results import iter_results
+    from depthprune.grid.schedule import DURATIONS_DIR, durations_from_results, write_durations
+
+    for d in args.results:
+        if not Path(d).is_dir():
+            raise UsageError(f"--results {d}: not a directory")
+    rows = [r for r in iter_results(args.results) if r.get("grid") == args.grid]
+    if not rows:
+        raise UsageError(f"--grid {args.grid}: no finished result of that grid under {', '.join(args.results)}")
+    revisions = sorted({r.get("environment", {}).get("git_revision", "?") for r in rows})
+    source = (f"{len(rows)} results of grid {args.grid} in {', '.join(args.results)} (code {', '.join(revisions)}); "
+              f"written by: depthprune durations --grid {args.grid} " + " ".join(f"--results {d}" for d in args.results))
+    out = write_durations(args.out or DURATIONS_DIR / f"{args.grid}.json", durations_from_results(rows), source)
+    print(f"wrote {out}: {len(rows)} cells")
+    return 0
+
+
+def cmd_time_split(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from depthprune.grid.results import iter_dense, iter_results
+    from depthprune.grid.time_split import per_phase, per_searcher, repeats
+
+    if not Path(args.results).is_dir():
+        raise UsageError(f"--results {args.results}: not a directory")
+    rows: list[Mapping[str, Any]] = [r for r in iter_results([args.results]) if r.get("grid") == args.grid]
+    if not rows:
+        raise UsageError(f"--grid {args.grid}: no finished result of that grid under {args.results}")
+    dense: list[Mapping[str, Any]] = [d for d in iter_dense([args.results]) if d.get("grid") == args.grid]
+    cache = Path(args.results) / "eval-cache"
+    print(f"{len(rows)} cells of grid {args.grid} in {args.results}\n")
+    print(tabulate(per_phase(rows, dense, cache if cache.is_dir() else None, args.wall, args.workers),
+                   headers="keys", tablefmt="github"), end="\n\n")
+    print(tabulate(per_searcher(rows), headers="keys", tablefmt="github"), end="\n\n")
+    print(tabulate(repeats(rows), headers="keys", tablefmt="github"))
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add the results commands to the ``depthprune`` subparsers ``sub``."""
+    p = sub.add_parser("report", help="write REPORT.md (tables, Spearman, overlaps, figures, claims) from results")
+    p.add_argument("--results", action="append", required=True, metavar="DIR",
+                   help="a results directory (repeat to merge shards/machines)")
+    p.add_argument("--out", default="REPORT.md")
+    p.add_argument("--figures", default=None, metavar="DIR", help="where the PNGs go (default: figures/ beside --out)")
+    p.add_argument("--reference-dir", default="reference", metavar="DIR",
+                   help="references; their float32/ folder is the precision control of bf16 cells (default: reference)")
+    p.add_argument("--reports", default=None, metavar="DIR",
+                   help="where the per-grid pages go (default: reports/ beside --out)")
+    p.add_argument("--cases", default="cases", metavar="DIR",
+                   help="case files: their main grids without results show as NOT RUN (default: cases)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--readme", default=None, metavar="FILE",
+                       help="rewrite this README's verdict block (default: README.md beside --out, if it has the block)")
+    which.add_argument("--no-readme", action="store_true", help="leave every README alone")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("archive", help="one compressed file per grid of finished results (a clean clone re-judges them)")
+    p.add_argument("--results", default="results", help="the results directory (default: results)")
+    p.add_argument("--out", default="archive", help="where the <grid>.jsonl.xz files go (default: archive)")
+    p.set_defaults(func=cmd_archive)
+
+    p = sub.add_parser("verify", help="check archived cell results on this machine (--replay-only: each searcher "
+                                      "against its recorded trace, no model)")
+    p.add_argument("--results", action="append", required=True, metavar="DIR",
+                   help="a results directory or a folder of archives such as archive/ (repeatable)")
+    p.add_argument("--grid", action="append", metavar="NAME", help="only this grid's cells (repeatable)")
+    p.add_argument("--cell", action="append", metavar="ID", help="only this cell (repeatable; exact id)")
+    p.add_argument("--replay-only", action="store_true",
+                   help="replay each cell's searcher on its recorded trace (the code path, no model loaded)")
+    p.add_argument("--json", default=None, metavar="FILE", help="write every cell's outcome and decisions as JSON")
+    p.add_argument("--bands", default=None, metavar="FILE",
+                   help="the bands table (default: the one shipped with depthprune, depthprune/verify/bands.json)")
+    p.add_argument("--measure-bands", action="store_true",
+                   help="measure each model's bands here (sets: dense, singles, held-out trace sets; evaluation: "
+                        "every removed set's sampled items and windows, cross-fitted), write them to --bands, then verify")
+    p.add_argument("--no-evaluation", action="store_true",
+                   help="re-score sets and decisions only; do not re-evaluate removed sets' items and windows")
+    p.add_argument("--seed", type=positive(0), default=0,
+                   help="seed of the sampled trace sets, items and windows (default 0)")
+    p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float32"],
+                   help="precision to re-measure in (default auto: what this machine runs; bfloat16 on a CPU "
+                        "without AMX measures its own bf16 kernels against the recorded ones)")
+    p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("durations", help="record how long a grid's cells took (orders cell groups longest first)")
+    p.add_argument("--grid", required=True, help="grid name (a case file's [grid] name, e.g. tiny)")
+    p.add_argument("--results", action="append", required=True, metavar="DIR", help="a results directory (repeatable)")
+    p.add_argument("--out", default=None, help="where to write (default: cases/durations/<grid>.json)")
+    p.set_defaults(func=cmd_durations)
+
+    p = sub.add_parser("time-split", help="where a grid run's time went (per phase, per searcher) and its repeated work")
+    p.add_argument("--grid", required=True, help="grid name (a case file's [grid] name, e.g. tiny)")
+    p.add_argument("--results", required=True, metavar="DIR", help="the run's results directory")
+    p.add_argument("--wall", type=float, default=None, metavar="SECONDS",
+                   help="the run's wall time (e.g. pytest's), to show the rest as 'other'")
+    p.add_argument("--workers", type=positive(1), default=1, help="processes the run had (default 1)")
+    p.set_defaults(func=cmd_time_split)
