@@ -26,6 +26,7 @@ from tabulate import tabulate
 
 from depthprune.grid.results import iter_dense, iter_results
 from depthprune.report import analysis as A
+from depthprune.report import claims
 from depthprune.report import intervals as I
 from depthprune.report import readme as R
 from depthprune.report import tables as T
@@ -34,7 +35,6 @@ from depthprune.report.baselines import BASELINES, render_baselines, render_task
 from depthprune.report.calibration_curve import find_curves, render_curves
 from depthprune.report.cells import fmt as _f
 from depthprune.report.cells import table as _fit_table
-from depthprune.report.claims import judge_all, load_thresholds, render_claims
 from depthprune.report.controls import is_control, render_controls
 from depthprune.report.grids import DeclaredGrid, declared_grids, partial_grids, partial_lines
 from depthprune.report.precision import render_precision
@@ -313,7 +313,7 @@ def readme_block(results_dirs: Iterable[str | Path], readme: str | Path, report:
     declared = declared_grids(cases_dir)
     not_run = [d.name for d in declared if d.name not in grids]
     in_part = list(partial_grids([d for d in declared if d.name in grids], results))
-    return R.block(judge_all(results, load_thresholds()), not_run, readme, report, in_part)
+    return R.block(claims.judge_all(results, claims.load_thresholds()), not_run, readme, report, in_part)
 
 
 def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.md",
@@ -336,8 +336,8 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     conds = A.by_condition(results)
     grids = sorted({r["grid"] for r in results})
     controls_grids = sorted({r["grid"] for r in every if is_control(r)})
-    thresholds = load_thresholds()
-    verdicts = judge_all(results, thresholds)
+    thresholds = claims.load_thresholds()
+    verdicts = claims.judge_all(results, thresholds)
     declared = declared_grids(cases_dir)
     missing = [d for d in declared if d.name not in grids]
     not_run = [d.name for d in missing]
@@ -385,7 +385,7 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
         lines += [f"## {PARTIAL_TITLE}", ""]
         lines += _not_run_section(missing) if missing else []
         lines += [*partial, ""] if partial else []
-    lines += ["## The claims in detail", "", *render_claims(results, thresholds, verdicts), ""]
+    lines += ["## The claims in detail", "", *claims.render_claims(results, thresholds, verdicts), ""]
     lines += ["## Objective vs searcher: shares of variance", "", *_variance_section(results), ""]
     tally = {g: T.noise_tally(A.by_condition([r for r in results if r["grid"] == g])) for g in grids}
     lines += ["## Accuracy differences against evaluation noise", "",

@@ -35,7 +35,9 @@ else:  # pragma: no cover
 THRESHOLDS_FILE = Path(__file__).resolve().parent.parent / "claims.toml"
 PAPER_TEXT = "001_132f0670777f7341.txt"  # shared/paper/: the paper's own text (v2)
 
-HELD, NOT_HELD, NOT_MEASURED = "HELD", "NOT HELD", "NOT MEASURED"
+HELD = "HELD"
+NOT_HELD = "NOT HELD"
+NOT_MEASURED = "NOT MEASURED"
 
 #: a claim's judge: (grid, the grid's solutions, the claim's thresholds, the general ones) -> Verdict
 Judge = Callable[[str, list[dict[str, Any]], Mapping[str, Any], Mapping[str, Any]], "Verdict"]

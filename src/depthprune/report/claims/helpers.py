@@ -139,7 +139,7 @@ def interval(boot: np.ndarray, confidence: float) -> tuple[float, float]:
 
 def decide(low: float, high: float, threshold: float, side: str) -> bool | None:
     """The claim's side of ``threshold`` (True), the other (False) or undecided (None), by interval.
-    side ">=": statistic ≥ threshold; "<=": ≤; "within": |statistic| ≤ threshold."""
+    side ">=": statistic ≥ threshold; "<=": ≤; "within": ``abs(statistic)`` ≤ threshold."""
     if side == ">=":
         return True if low >= threshold else False if high < threshold else None
     if side == "<=":
