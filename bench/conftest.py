@@ -165,10 +165,12 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "grid_extra: a grid cell outside the grid's CI slice (needs --full-grid)")
     _check_xdist_groups(config)
     _share_cpu_threads()
+    from depthprune.grid.forks import across_enabled
     from depthprune.score_store import store_enabled
 
     try:
-        store_enabled()  # a bad DEPTHPRUNE_SCORE_STORE stops the run before any model loads
+        store_enabled()  # a bad DEPTHPRUNE_SCORE_STORE or DEPTHPRUNE_ACROSS stops the run before any model loads
+        across_enabled()
     except ValueError as err:
         raise pytest.UsageError(str(err)) from None
 

@@ -135,3 +135,15 @@ def test_a_decision_turned_by_more_than_its_band_fails(greedy):
 def test_no_band_for_the_pair_is_a_problem_not_a_pass(greedy):
     check = check_across(run_here(greedy), greedy, {"rule": 3, "bands": [], "evaluation": []})
     assert check.problems and "no band" in check.problems[0]
+
+
+def test_the_switch_reads_on_and_off_and_refuses_anything_else(monkeypatch):
+    from depthprune.grid.forks import ENV, across_enabled
+
+    monkeypatch.delenv(ENV, raising=False)
+    assert across_enabled()
+    monkeypatch.setenv(ENV, "off")
+    assert not across_enabled()
+    monkeypatch.setenv(ENV, "sometimes")
+    with pytest.raises(ValueError, match="allowed values are 'on' and 'off'"):
+        across_enabled()

@@ -24,6 +24,7 @@ Decisions are not stored twice: the archived trace and replay give them exactly 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,20 @@ from depthprune.grid.reference import dtype_name
 from depthprune.verify import evaluation as ev
 from depthprune.verify.bands import Band, lookup, numeric_class
 from depthprune.verify.replay import REPLAYED, Decision, recorded_loss, recorded_trace, replay
+
+#: ``off`` keeps a cell whose only references are of another precision skipping instead of checking it here
+#: (CI sets it: two real cells checked across precisions cost a CPU without AMX 5-10 min of a worker)
+ENV = "DEPTHPRUNE_ACROSS"
+
+
+def across_enabled() -> bool:
+    """False when ``DEPTHPRUNE_ACROSS`` is ``off`` (also ``0``, ``false``, ``no``); a bad value raises."""
+    value = os.environ.get(ENV, "on").strip().lower()
+    if value in ("off", "0", "false", "no"):
+        return False
+    if value in ("on", "1", "true", "yes", ""):
+        return True
+    raise ValueError(f"{ENV}={os.environ[ENV]!r}: allowed values are 'on' and 'off'")
 
 
 def archived_run(reference: Mapping[str, Any], archives: Iterable[str | Path]) -> dict[str, Any] | None:
