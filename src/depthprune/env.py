@@ -142,3 +142,15 @@ def release_free_memory() -> bool:
         return False
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     return bool(trim(0))
+
+
+def switch(name: str) -> bool:
+    """An on/off switch read from the environment variable ``name`` (unset: on). ``off``, ``0``, ``false``,
+    ``no`` turn it off; ``on``, ``1``, ``true``, ``yes`` and empty keep it on; anything else raises, so that a
+    typo stops a run before it loads anything instead of being read as either."""
+    value = os.environ.get(name, "on").strip().lower()
+    if value in ("off", "0", "false", "no"):
+        return False
+    if value in ("on", "1", "true", "yes", ""):
+        return True
+    raise ValueError(f"{name}={os.environ[name]!r}: allowed values are 'on' and 'off'")

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
+
+from depthprune.env import switch
 
 #: file name of a results directory's store (next to its ``eval-cache/``)
 STORE_NAME = "score-store.sqlite"
@@ -42,12 +43,7 @@ _TIMEOUT_S = 120.0  # how long a writer waits for another worker's transaction
 
 def store_enabled() -> bool:
     """False when ``DEPTHPRUNE_SCORE_STORE`` is ``off`` (also ``0``, ``false``, ``no``)."""
-    value = os.environ.get(ENV, "on").strip().lower()
-    if value in ("off", "0", "false", "no"):
-        return False
-    if value in ("on", "1", "true", "yes", ""):
-        return True
-    raise ValueError(f"{ENV}={os.environ[ENV]!r}: allowed values are 'on' and 'off'")
+    return switch(ENV)
 
 
 def condition_key(description: Mapping[str, Any]) -> str:

@@ -24,12 +24,12 @@ Decisions are not stored twice: the archived trace and replay give them exactly 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from depthprune.env import switch
 from depthprune.grid.archive import SUFFIX, read_archive
 from depthprune.grid.reference import dtype_name
 from depthprune.verify import evaluation as ev
@@ -43,12 +43,7 @@ ENV = "DEPTHPRUNE_ACROSS"
 
 def across_enabled() -> bool:
     """False when ``DEPTHPRUNE_ACROSS`` is ``off`` (also ``0``, ``false``, ``no``); a bad value raises."""
-    value = os.environ.get(ENV, "on").strip().lower()
-    if value in ("off", "0", "false", "no"):
-        return False
-    if value in ("on", "1", "true", "yes", ""):
-        return True
-    raise ValueError(f"{ENV}={os.environ[ENV]!r}: allowed values are 'on' and 'off'")
+    return switch(ENV)
 
 
 def archived_run(reference: Mapping[str, Any], archives: Iterable[str | Path]) -> dict[str, Any] | None:
