@@ -115,6 +115,10 @@ def test_cell(grid_cell, grid_runner, request):
         from depthprune.verify.bands import load_table
 
         check = check_across(result, fork_run, load_table())
+        if check.not_checkable and not check.problems:
+            pytest.skip(f"{cell.id}: removed {sorted(result['removed'])}, the {fork_reference['dtype']} reference "
+                        f"{sorted(fork_run['removed'])}, every shared set within its band; not checkable across "
+                        f"precisions: {check.not_checkable}")
         notes = [f"checked across {check.recorded_class} (reference) and {check.here_class} (here): "
                  f"{check.sets_compared} shared sets within their bands", *check.notes]
         for note in notes:

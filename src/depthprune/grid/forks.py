@@ -34,7 +34,7 @@ from depthprune.grid.archive import SUFFIX, read_archive
 from depthprune.grid.reference import dtype_name
 from depthprune.verify import evaluation as ev
 from depthprune.verify.bands import Band, lookup, numeric_class
-from depthprune.verify.replay import REPLAYED, Decision, recorded_loss, recorded_trace, replay
+from depthprune.verify.replay import PARTIAL, REPLAYED, Decision, recorded_loss, recorded_trace, replay
 
 #: ``off`` keeps a cell whose only references are of another precision skipping instead of checking it here
 #: (CI sets it: two real cells checked across precisions cost a CPU without AMX 5-10 min of a worker)
@@ -103,6 +103,7 @@ class ForkCheck:
     notes: list[str] = field(default_factory=list)
     fork: Fork | None = None
     sets_compared: int = 0
+    not_checkable: str | None = None  # why the check cannot decide (then the cell skips, saying so)
 
 
 def _parting(here: Sequence[Decision], ref: Sequence[Decision]) -> tuple[Decision, Decision] | None:
@@ -138,9 +139,12 @@ def check_across(result: Mapping[str, Any], reference_run: Mapping[str, Any], ta
     flagged = band(float(reference_run["calibration_loss"]))
     if flagged is not None and flagged.flagged:
         check.notes.append(flagged.flagged)
+    partial = None
     for name, run in (("here", result), ("reference", reference_run)):
         rep = replay(dict(run))
-        if rep.status != REPLAYED:
+        if name == "reference" and rep.status == PARTIAL:  # archived before its searcher recorded what it read
+            partial = f"the reference's archived run replays only in part ({rep.not_replayed})"
+        elif rep.status != REPLAYED:
             check.problems.append(f"the {name} run does not replay: {rep.disagreement or rep.not_replayed}")
     if check.problems:
         return check
@@ -154,7 +158,12 @@ def check_across(result: Mapping[str, Any], reference_run: Mapping[str, Any], ta
                                   f"|difference| {diff:.3g} > band {b.nats:.3g} nats ({b.measured_for})")
             return check
     if sorted(result["removed"]) == sorted(reference_run["removed"]):
+        if partial:
+            check.notes.append(partial)
         _check_evaluation(check, result, reference_run, table)
+        return check
+    if partial:
+        check.not_checkable = f"{partial}: where the runs part cannot be found"
         return check
     parting = _parting(replay(dict(result)).decisions, replay(dict(reference_run)).decisions)
     if parting is None:
