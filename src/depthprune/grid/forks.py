@@ -132,16 +132,16 @@ def check_across(result: Mapping[str, Any], reference_run: Mapping[str, Any], ta
     def band(loss: float) -> Band | None:
         return lookup(table, rc, hc, objective, model, loss)
 
-    if band(float(reference_run["calibration_loss"])) is None:
+    own = band(float(reference_run["calibration_loss"]))
+    if own is None:
         check.problems.append(f"no band measured for {rc} against {hc} ({objective}): rounding cannot be told "
                               "from a change")
         return check
-    flagged = band(float(reference_run["calibration_loss"]))
-    if flagged is not None and flagged.flagged:
-        check.notes.append(flagged.flagged)
+    if own.flagged:
+        check.notes.append(own.flagged)
     partial = None
-    for name, run in (("here", result), ("reference", reference_run)):
-        rep = replay(dict(run))
+    replays = {name: replay(dict(run)) for name, run in (("here", result), ("reference", reference_run))}
+    for name, rep in replays.items():
         if name == "reference" and rep.status == PARTIAL:  # archived before its searcher recorded what it read
             partial = f"the reference's archived run replays only in part ({rep.not_replayed})"
         elif rep.status != REPLAYED:
@@ -165,7 +165,7 @@ def check_across(result: Mapping[str, Any], reference_run: Mapping[str, Any], ta
     if partial:
         check.not_checkable = f"{partial}: where the runs part cannot be found"
         return check
-    parting = _parting(replay(dict(result)).decisions, replay(dict(reference_run)).decisions)
+    parting = _parting(replays["here"].decisions, replays["reference"].decisions)
     if parting is None:
         k = _first_difference(result, reference_run)
         check.fork = Fork("trace", k, tuple(sorted(reference_run["removed"])), tuple(sorted(result["removed"])),
