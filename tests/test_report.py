@@ -88,7 +88,7 @@ def test_a_stale_page_goes_and_a_hand_written_one_stays(tmp_path):
     (reports / "gone.md").write_text(f"{GENERATED}\n# an old grid's page\n")
     (reports / "notes.md").write_text("# mine\n")
     write_report([results], tmp_path / "REPORT.md", cases_dir=None)
-    assert sorted(p.name for p in reports.iterdir()) == ["baselines.md", "notes.md", "t.md"]  # baselines: always
+    assert sorted(p.name for p in reports.iterdir()) == ["baselines.md", "firmness.md", "notes.md", "t.md"]  # always: baselines, firmness
 
 
 def test_paired_difference_sees_a_real_gap_and_not_noise():

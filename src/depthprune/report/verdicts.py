@@ -10,7 +10,7 @@ effect: a NOT MEASURED with an MDE says how large an effect the evaluation could
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from tabulate import tabulate
 
@@ -42,19 +42,26 @@ def mde_names(vs: Sequence[Verdict]) -> list[str]:
     return names
 
 
-def cell(v: Verdict | None, names: Sequence[str]) -> str:
-    """``**HELD** (6 · 32)``, then ``; MDE a, b`` in the order of ``names`` where the claim has MDEs."""
+#: marks a verdict that rounding can flip (REPORT's "How firmly each set is decided")
+FLIP_MARK = "‡"
+
+
+def cell(v: Verdict | None, names: Sequence[str], flips: bool = False) -> str:
+    """``**HELD** (6 · 32)``, then ``; MDE a, b`` in the order of ``names`` where the claim has MDEs;
+    :data:`FLIP_MARK` after the outcome where ``flips``."""
     if v is None:
         return NOT_RUN_CELL
     mde = {m.name: m.mde for m in v.measures}
     rests = f"{v.n_conditions} · {v.n_distinct}" + (f"; MDE {', '.join(_mde(mde.get(n)) for n in names)}"
                                                      if names else "")
-    return f"**{v.outcome}** ({rests})"
+    return f"**{v.outcome}**{FLIP_MARK if flips else ''} ({rests})"
 
 
-def matrix(verdicts: Sequence[Verdict], not_run: Sequence[str]) -> list[str]:
+def matrix(verdicts: Sequence[Verdict], not_run: Sequence[str],
+           flippable: Collection[tuple[str, str]] = ()) -> list[str]:
     """The claims × grids table and its legend; the legend names the statistics whose MDE a cell
-    gives (in a column of their own they made every row wrap in a browser)."""
+    gives (in a column of their own they made every row wrap in a browser). ``flippable``: the
+    (claim id, grid) of verdicts that rounding can flip, marked and named in the legend."""
     grids = columns(verdicts, not_run)
     by = {(v.claim.id, v.grid): v for v in verdicts}
     rows, named = [], []
@@ -63,7 +70,7 @@ def matrix(verdicts: Sequence[Verdict], not_run: Sequence[str]) -> list[str]:
         if names:
             named.append(f"{claim_id} {', '.join(names)}")
         rows.append([claim_id, CLAIMS[claim_id].gist or CLAIMS[claim_id].section,
-                     *(cell(by.get((claim_id, g)), names) for g in grids)])
+                     *(cell(by.get((claim_id, g)), names, (claim_id, g) in flippable) for g in grids)])
     headers = ["claim", "the paper says", *(f"`{g}`" for g in grids)]
     table = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
     if max(len(line) for line in table.splitlines()) > WIDTH:
@@ -75,6 +82,9 @@ def matrix(verdicts: Sequence[Verdict], not_run: Sequence[str]) -> list[str]:
               + (f" ({'; '.join(named)})" if named else ""))
     legend += f"; {NOT_RUN} = declared in `cases/`, no results yet: {', '.join(f'`{g}`' for g in missing)})" \
         if missing else ")"
+    if flippable:
+        legend += (f" {FLIP_MARK} = a verdict rounding can flip: it changes when the cells whose set rests on a "
+                   "decision inside a rounding band take their rival set (How firmly each set is decided).")
     return [table, "", legend]
 
 

@@ -295,6 +295,10 @@ class Searcher(ABC):
     name: ClassVar[str] = ""
     order: ClassVar[int] = 100  # position in report tables (cheap to dear); ties by name
     stochastic: ClassVar[bool] = False  # does the seed change the search? (seed controls vary it)
+    #: is the best of each batch it scores a choice of the search (greedy's step: turn it and the path turns)?
+    #: False where a batch is a chunk of an enumeration, a population or a design (rank, exhaustive, GA, BO):
+    #: REPORT's "how firmly each set is decided" counts only decisions that can change the answer
+    batch_decides: ClassVar[bool] = True
     max_evaluations: int | None = None
     progress: bool | str = False
 

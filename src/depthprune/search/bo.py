@@ -96,6 +96,7 @@ class BayesOptSearcher(Searcher):
     name: ClassVar[str] = "bo"
     order: ClassVar[int] = 4  # position in report tables
     stochastic: ClassVar[bool] = True
+    batch_decides: ClassVar[bool] = False  # its batches are chunks, not choices (Searcher)
     max_evaluations: int | None = 100
     initial_design: int = 10
     prior_strength: float = 10.0

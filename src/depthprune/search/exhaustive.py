@@ -21,6 +21,7 @@ from depthprune.search.base import Bounds, SearchContext, Searcher, register, se
 class ExhaustiveSearcher(Searcher):
     name: ClassVar[str] = "exhaustive"
     order: ClassVar[int] = 9  # position in report tables
+    batch_decides: ClassVar[bool] = False  # its batches are chunks, not choices (Searcher)
     max_sets: int = 1_000_000
     batch_size: int = 256
 

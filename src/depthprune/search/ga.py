@@ -127,6 +127,7 @@ class GeneticSearcher(Searcher):
     name: ClassVar[str] = "ga"
     order: ClassVar[int] = 3  # position in report tables
     stochastic: ClassVar[bool] = True
+    batch_decides: ClassVar[bool] = False  # its batches are chunks, not choices (Searcher)
     max_evaluations: int | None = 400
     population: int = 16
     tournament: int = 3

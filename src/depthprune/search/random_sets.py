@@ -28,6 +28,7 @@ class RandomSetsSearcher(Searcher):
     name: ClassVar[str] = "random"
     order: ClassVar[int] = 8  # position in report tables
     stochastic: ClassVar[bool] = True
+    batch_decides: ClassVar[bool] = False  # its batches are chunks, not choices (Searcher)
     n_sets: int = 32
 
     def __post_init__(self) -> None:

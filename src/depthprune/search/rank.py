@@ -44,6 +44,7 @@ class RankSearcher(Searcher):
 
     name: ClassVar[str] = "rank"
     order: ClassVar[int] = 10  # position in report tables
+    batch_decides: ClassVar[bool] = False  # its batches are chunks, not choices (Searcher)
     q: float = 0.0
     max_sets: int = 1_000_000
     batch_size: int = 256

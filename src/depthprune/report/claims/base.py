@@ -71,6 +71,9 @@ class Claim:
     parameters: tuple[str, ...] = ()  # every parameter of its claims.toml section
     rules: tuple[Rule, ...] = ()  # how each decisive measure is compared with its threshold
     gist: str = ""  # the claim in a few plain words, for the verdict matrix (its section where empty)
+    #: does its judge read a cell's evaluation (metrics, items, windows, calibration loss)? False: only the
+    #: removed sets and costs, so a cell can take another set without that set's evaluation (report.firmness)
+    reads_evaluation: bool = True
     judge: Judge | None = field(default=None, compare=False, repr=False)
     select: Selector = field(default=_paper_select, compare=False, repr=False)  # the solutions it counts
 

@@ -27,7 +27,7 @@ PATTERN_5_1 = ("perplexity-based pruning concentrates on contiguous mid-to-late 
     "5.1a", "5.1", "Introduction, observation (i)", OBSERVATION_5_1,
     "median over pairs of [mean within-objective pairwise Jaccard across searchers − mean Jaccard of the "
     "same searcher's ppl and margin sets] ≥ min_gap", "min_gap", ("min_gap",),
-    gist="the objective, not the searcher, picks layers",
+    gist="the objective, not the searcher, picks layers", reads_evaluation=False,
     rules=(Rule("gap", "min_gap", "≥ {}"),)))
 def judge_5_1a(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """Sets overlap less across objectives than across searchers within one: the configuration,
@@ -58,7 +58,7 @@ def judge_5_1a(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: M
     "5.1b-contiguity", "5.1", "Introduction, first observation", PATTERN_5_1,
     "median over pairs of [mean contiguity of ppl removals − of margin removals] ≥ min_gap",
     "min_gap", ("min_gap",),
-    gist="ppl removes runs, margin scattered layers", rules=(Rule("gap", "min_gap", "≥ {}"),)))
+    gist="ppl removes runs, margin scattered layers", reads_evaluation=False, rules=(Rule("gap", "min_gap", "≥ {}"),)))
 def judge_5_1b_contiguity(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """ppl removals come in runs of adjacent blocks, margin removals less so ("more distributed")."""
     details: list[dict[str, Any]] = []
@@ -83,7 +83,7 @@ def judge_5_1b_contiguity(grid: str, rows: list[dict[str, Any]], t: Mapping[str,
     "5.1b-depth", "5.1", "Introduction, first observation", PATTERN_5_1,
     "median over (model, budget) of the mean relative depth of ppl removals ≥ min_depth",
     "min_depth", ("min_depth",),
-    gist="ppl removes mid-to-late layers", rules=(Rule("depth", "min_depth", "≥ {}"),)))
+    gist="ppl removes mid-to-late layers", reads_evaluation=False, rules=(Rule("depth", "min_depth", "≥ {}"),)))
 def judge_5_1b_depth(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """ppl removals sit in the second half of the network ("mid-to-late")."""
     details: list[dict[str, Any]] = []

@@ -100,7 +100,7 @@ def _cost(r: dict[str, Any], measure: str) -> float:
     "the 'computationally expensive' part: cost (measure) of each expensive searcher ÷ one-shot's in the "
     "same condition, both as if alone with the prior included; median ≥ min_ratio", "min_ratio",
     ("expensive", "measure", "min_ratio"),
-    gist="expensive searchers cost many × one-shot", rules=(Rule("ratio", "min_ratio", "≥ {}"),)))
+    gist="expensive searchers cost many × one-shot", reads_evaluation=False, rules=(Rule("ratio", "min_ratio", "≥ {}"),)))
 def judge_search_cost(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """The searchers the text calls computationally expensive cost many times one-shot. Costs are
     as if each searcher ran alone, prior included for every searcher that uses it (one-shot does),
@@ -146,7 +146,7 @@ def judge_search_cost(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any
     "subsets",
     "median over conditions of the mean pairwise Jaccard of the searchers' removed sets ≥ min_jaccard",
     "min_jaccard", ("min_jaccard",),
-    gist="searchers converge to similar sets", rules=(Rule("jaccard", "min_jaccard", "≥ {}"),)))
+    gist="searchers converge to similar sets", reads_evaluation=False, rules=(Rule("jaccard", "min_jaccard", "≥ {}"),)))
 def judge_search_convergence(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """Under one configuration the searchers agree on which layers to remove."""
     details: list[dict[str, Any]] = []

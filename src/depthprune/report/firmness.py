@@ -1,0 +1,336 @@
+"""How firmly each removed set is decided: the searcher decisions that rounding could turn, and what the
+verdicts say when those cells take their rival set.
+
+A cell's answer rests on decisions (:class:`depthprune.verify.replay.Decision`, found by replaying its
+recorded trace): the final choice against the closest full-budget rival, each step whose best a searcher
+takes (greedy's, beam's, fbs's, cbo's; not a chunk of an enumeration, GA's population or BO's design:
+``Searcher.batch_decides``), and the prior's cut where the searcher read the prior. A decision is *inside a
+band* when its gap is within what rounding moved losses between two numeric classes
+(:mod:`depthprune.verify.bands`, measured on held-out sets): on a machine of the other class it may come out
+the other way. Two bands are asked of every cell made in bf16 on AMX: **bf16 against fp32** (a CPU without
+AMX, where ``auto`` runs float32) and **across kernels** (bf16 on an AVX512-BF16 CPU). Only a band measured
+for the cell's own model and objective counts; a borrowed one is "not measured".
+
+A cell inside a band has a known **rival answer** only where the sole decisions inside are its final one
+(the answer is then that decision's rival) or oneshot's prior cut (the answer swaps the two singles). A step
+inside a band leads to a path the trace does not hold: its answer is unknown without re-running the search.
+
+Re-judging substitutes, in each cell whose rival answer is known *and* evaluated in the same grid and
+condition (another cell removed that set; same evaluation protocol), the rival's set, calibration loss and
+evaluation, and judges every claim again. A verdict that changes is marked in the verdict matrix as one
+rounding can flip; one that does not has held against the substitutions that could be made, and the cells
+that could not be substituted are counted beside it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from depthprune.report import claims
+from depthprune.report.cells import table
+from depthprune.report.verdicts import FLIP_MARK
+from depthprune.search import SEARCHERS
+from depthprune.verify.bands import load_table, lookup, numeric_class
+from depthprune.verify.replay import FAILED, PARTIAL, Decision, replay
+
+#: the two bands asked of a cell: (label, the other numeric class, by the cell's own class)
+BANDS: dict[str, dict[str, str]] = {
+    "bf16 against fp32": {"bf16/amx": "fp32/cpu-avx512", "bf16/avx512-bf16": "fp32/cpu-avx512"},
+    "across kernels": {"bf16/amx": "bf16/avx512-bf16", "bf16/avx512-bf16": "bf16/amx"},
+}
+
+#: what a substituted cell takes from the rival's evaluated result
+EVALUATION_FIELDS = ("metrics", "item_outcomes", "item_clusters", "window_nll", "evaluated")
+
+FIRM = "firm"
+INSIDE = "inside"
+UNKNOWN = "not measured"
+
+#: the page's account of the method (the module docstring's, in the report's words)
+METHOD = [
+    "A cell's removed set rests on its searcher's decisions, found by replaying its recorded trace: the final "
+    "choice against the closest full-budget rival, each step whose best the searcher takes (greedy's, beam's, "
+    "fbs's, cbo's; not a chunk of an enumeration, GA's population or BO's design), and the prior's cut where the "
+    "searcher read the prior. A decision is *inside a band* when the gap between its two losses is within the band "
+    "of `verify/bands.json`: twice the largest difference rounding made between two numeric classes on held-out "
+    "sets. Inside the band a decision *can* come out the other way on a machine of the other class; it need not "
+    "(`docs/measurements.md` has the cross-precision runs). Only a band measured for the cell's own model and "
+    "objective counts; a borrowed one is \"not measured\".",
+    "",
+    "A cell's rival answer is known where the only decisions inside the band are its final one (the rival is that "
+    "decision's other set) or oneshot's prior cut (the two singles swap). A step inside the band leads to a path "
+    "the trace does not hold: its answer is unknown without re-running the search. To re-judge, each cell with a "
+    "known rival takes it: in the claims that read only removed sets and costs, its set; in the claims that read "
+    "an evaluation, also the rival's evaluation where another cell of the same condition removed that set (this "
+    "report runs no model). A verdict that changes is one rounding can flip.",
+]
+
+
+
+@dataclass(frozen=True)
+class CellFirmness:
+    """One cell under one band: its decisive decisions, those inside the band, and its rival answer."""
+
+    grid: str
+    cell: str
+    condition: tuple[str, str, int]  # model, objective, budget
+    search: str
+    status: str  # FIRM | INSIDE | UNKNOWN
+    why: str = ""  # for UNKNOWN: why no band or no decisions
+    partial: bool = False  # the replay covered only part of the run (older archives)
+    smallest: Decision | None = None  # the decisive decision with the smallest gap relative to its band
+    smallest_band: float | None = None
+    inside: tuple[Decision, ...] = ()
+    rival: tuple[int, ...] | None = None  # the answer had the decisions inside come out the other way
+
+    @property
+    def ratio(self) -> float:
+        """The smallest decisive gap ÷ its band (at most 1 inside the band); inf where not measured."""
+        if self.smallest is None or not self.smallest_band:
+            return math.inf
+        return self.smallest.gap / self.smallest_band
+
+
+def decisive(result: Mapping[str, Any], decisions: Sequence[Decision]) -> list[Decision]:
+    """The decisions that can change the answer (module docstring)."""
+    search = str(result.get("search") or (result.get("identity") or {}).get("search"))
+    batch_decides = SEARCHERS[search].batch_decides if search in SEARCHERS else True
+    return [d for d in decisions if d.kind != "step" or batch_decides]
+
+
+def _band(table_: Mapping[str, Any], recorded: str, other: str, result: Mapping[str, Any],
+          d: Decision) -> float | None:
+    loss = max(abs(d.chosen_loss), abs(d.rival_loss))
+    b = lookup(table_, recorded, other, result["objective"], result["model"], loss)
+    return None if b is None or b.flagged or not math.isfinite(b.nats) else b.nats
+
+
+def _rival(result: Mapping[str, Any], inside: Sequence[Decision]) -> tuple[int, ...] | None:
+    kinds = {d.kind for d in inside}
+    if kinds == {"final"}:
+        return inside[0].rival
+    if kinds == {"prior"} and result.get("search") == "oneshot":
+        d = inside[0]
+        return tuple(sorted(set(result["removed"]) - set(d.chosen) | set(d.rival)))
+    return None
+
+
+def cell_firmness(result: Mapping[str, Any], decisions: Sequence[Decision], status: str, band: str,
+                  table_: Mapping[str, Any]) -> CellFirmness:
+    """``result`` under ``band`` (a key of :data:`BANDS`), given its replay's decisions and status."""
+    base = {"grid": result["grid"], "cell": result["cell"],
+            "condition": (result["model"], result["objective"], int(result["budget"])), "search": result["search"]}
+    recorded = numeric_class(result.get("environment") or {})
+    other = BANDS[band].get(recorded)
+    if other is None:
+        return CellFirmness(**base, status=UNKNOWN, why=f"made in {recorded}: no such band asked of it")
+    if status == FAILED:
+        return CellFirmness(**base, status=UNKNOWN, why="its trace does not replay")
+    scored: list[tuple[float, Decision, float]] = []
+    for d in decisive(result, decisions):
+        width = _band(table_, recorded, other, result, d)
+        if width is None:
+            return CellFirmness(**base, status=UNKNOWN,
+                                why=f"no band measured for {recorded} against {other}, {result['objective']}, "
+                                    f"{result['model']}")
+        scored.append((d.gap / width if width > 0 else math.inf, d, width))
+    if not scored:
+        return CellFirmness(**base, status=UNKNOWN, why="no decision to weigh (one set scored)")
+    ratio, smallest, width = min(scored, key=lambda x: (x[0], x[1].position))
+    inside = tuple(d for r, d, _ in scored if r <= 1.0)
+    return CellFirmness(**base, status=INSIDE if inside else FIRM, partial=status == PARTIAL, smallest=smallest,
+                        smallest_band=width, inside=inside, rival=_rival(result, inside) if inside else None)
+
+
+def assess(results: Sequence[Mapping[str, Any]], table_: Mapping[str, Any] | None = None
+           ) -> dict[str, list[CellFirmness]]:
+    """Every result under every band, in the order given."""
+    t = table_ if table_ is not None else load_table()
+    replays = [replay(dict(r)) for r in results]
+    return {band: [cell_firmness(r, rep.decisions, rep.status, band, t) for r, rep in zip(results, replays)]
+            for band in BANDS}
+
+
+def _condition_key(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (r["grid"], r["model"], r["objective"], r.get("calibration_seed"), r.get("profile"))
+
+
+def substitute(results: Sequence[dict[str, Any]], cells: Sequence[CellFirmness], evaluation: bool = True
+               ) -> tuple[list[dict[str, Any]], Counter[str]]:
+    """``results`` with each cell inside the band whose rival answer is known taking it: with the rival's
+    evaluation from another cell of its condition that removed that set (``evaluation``), or its set alone
+    (for claims that read no evaluation); and the counts of cells substituted, of rivals unknown and (with
+    ``evaluation``) of rivals no cell evaluated."""
+    evaluated: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in results:
+        key = (*_condition_key(r), tuple(sorted(r["removed"])), repr(r.get("evaluation_protocol")))
+        evaluated.setdefault(key, r)
+    by_cell = {(c.grid, c.cell): c for c in cells}
+    out, counts = [], Counter[str]()
+    for r in results:
+        c = by_cell.get((r["grid"], r["cell"]))
+        if c is None or c.status != INSIDE:
+            out.append(r)
+            continue
+        if c.rival is None:
+            counts["rival unknown"] += 1
+            out.append(r)
+            continue
+        twin = evaluated.get((*_condition_key(r), c.rival, repr(r.get("evaluation_protocol"))))
+        if twin is not None:
+            counts["substituted"] += 1
+            out.append({**r, "removed": list(c.rival), "calibration_loss": twin["calibration_loss"],
+                        **{k: twin[k] for k in EVALUATION_FIELDS if k in twin}})
+        elif evaluation:
+            counts["rival not evaluated"] += 1
+            out.append(r)
+        else:
+            counts["substituted"] += 1
+            final = [d for d in c.inside if d.kind == "final"]
+            out.append({**r, "removed": list(c.rival),
+                        "calibration_loss": final[0].rival_loss if final else math.nan})
+    return out, counts
+
+
+@dataclass
+class Rejudged:
+    """The verdicts judged again under one band's substitutions."""
+
+    band: str
+    counts: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)  # grid -> "sets"/"evaluation" -> n
+    changed: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (claim, grid) -> (was, now)
+
+
+def rejudge(results: Sequence[dict[str, Any]], verdicts: Sequence[claims.Verdict],
+            assessed: Mapping[str, Sequence[CellFirmness]], thresholds: Mapping[str, Any]) -> list[Rejudged]:
+    """Per band: every claim judged again with the substitutions it allows (a claim that reads the
+    evaluation: rivals evaluated by another cell; one that does not: every known rival), against
+    ``verdicts``."""
+    was = {(v.claim.id, v.grid): v.outcome for v in verdicts}
+    out = []
+    for band, cells in assessed.items():
+        rj = Rejudged(band)
+        for evaluation, kind in ((True, "evaluation"), (False, "sets")):
+            swapped, _ = substitute(results, cells, evaluation)
+            for g in sorted({r["grid"] for r in results}):
+                rj.counts.setdefault(g, {})[kind] = substitute([r for r in results if r["grid"] == g], cells,
+                                                               evaluation)[1]
+            for v in claims.judge_all(swapped, thresholds):
+                if v.claim.reads_evaluation != evaluation:
+                    continue
+                before = was.get((v.claim.id, v.grid))
+                if before is not None and before != v.outcome:
+                    rj.changed[(v.claim.id, v.grid)] = (before, v.outcome)
+        out.append(rj)
+    return out
+
+
+def flippable(rejudged: Iterable[Rejudged]) -> set[tuple[str, str]]:
+    """(claim id, grid) of every verdict some band's substitutions change."""
+    return {key for rj in rejudged for key in rj.changed}
+
+
+def _gap(c: CellFirmness) -> str:
+    if c.smallest is None or c.smallest_band is None:
+        return "-"
+    return f"{c.smallest.gap:.3g} / {c.smallest_band:.3g}"
+
+
+def _decision(d: Decision) -> str:
+    where = "prior's cut" if d.kind == "prior" else f"{d.kind} after evaluation {d.position}"
+    return f"{where}: {list(d.chosen)} over {list(d.rival)}"
+
+
+def summary_rows(cells: Sequence[CellFirmness]) -> list[list[Any]]:
+    """Per grid: cells, firm, inside (rival known), not measured, and the smallest gap ÷ band."""
+    rows = []
+    for grid in sorted({c.grid for c in cells}):
+        mine = [c for c in cells if c.grid == grid]
+        n = Counter(c.status for c in mine)
+        known = sum(1 for c in mine if c.status == INSIDE and c.rival is not None)
+        ratio = min((c.ratio for c in mine), default=math.inf)
+        rows.append([f"`{grid}`", len(mine), n[FIRM], f"{n[INSIDE]} ({known})", n[UNKNOWN],
+                     f"{ratio:.2g}" if math.isfinite(ratio) else "-"])
+    return rows
+
+
+SUMMARY_HEADERS = ["grid", "cells", "firm", "inside the band (rival answer known)", "not measured",
+                   "smallest gap ÷ band"]
+
+
+def _why(cells: Sequence[CellFirmness]) -> list[str]:
+    reasons = Counter(c.why for c in cells if c.status == UNKNOWN)
+    return [f"- not measured, {n} cells: {why}" for why, n in sorted(reasons.items())]
+
+
+def page(assessed: Mapping[str, Sequence[CellFirmness]], rejudged: Sequence[Rejudged]) -> list[str]:
+    """The page: per band, per grid and condition, the cells inside the band and their decisions."""
+    lines = [*METHOD, ""]
+    by_band = {rj.band: rj for rj in rejudged}
+    for band, cells in assessed.items():
+        lines += [f"## {band}", "", table(summary_rows(cells), SUMMARY_HEADERS), "", *_why(cells), ""]
+        rj = by_band.get(band)
+        if rj is not None:
+            lines += ["Verdicts re-judged with the rival answers substituted:", "", *_rejudged_lines(rj), ""]
+        per: dict[tuple[str, tuple[str, str, int]], list[CellFirmness]] = defaultdict(list)
+        for c in cells:
+            per[(c.grid, c.condition)].append(c)
+        rows = []
+        for (grid, (model, objective, budget)), group in sorted(per.items()):
+            inside = [c for c in group if c.status == INSIDE]
+            measured = [c for c in group if c.status != UNKNOWN]
+            if not measured:
+                continue
+            smallest = min(inside, key=lambda c: c.ratio) if inside else None
+            searchers = Counter(c.search for c in inside)
+            rows.append([f"`{grid}`", model, objective, budget, f"{len(inside)} of {len(measured)}",
+                         sum(1 for c in inside if c.rival is not None), _gap(smallest) if smallest else "-",
+                         ", ".join(f"{s} ×{n}" if n > 1 else s for s, n in sorted(searchers.items())) or "-"])
+        if rows:
+            lines += ["Per condition: the cells resting on a decision inside the band, how many of them have a known "
+                      "rival answer, the smallest decisive gap against its band (nats), and their searchers:", "",
+                      table(rows, ["grid", "model", "objective", "M", "cells inside", "rival known",
+                                   "smallest gap / band", "searchers inside"]), ""]
+        detail = [[f"`{c.grid}`", c.cell, _decision(c.smallest) if c.smallest else "-", _gap(c),
+                   str(list(c.rival)) if c.rival else "unknown" + (" (replayed in part)" if c.partial else "")]
+                  for c in cells if c.status == INSIDE]
+        if detail:
+            lines += ["Each such cell's smallest decisive decision and its rival answer:", "",
+                      table(detail, ["grid", "cell", "decision", "gap / band (nats)", "rival answer"]), ""]
+    return lines
+
+
+def _rejudged_lines(rj: Rejudged) -> list[str]:
+    lines = []
+    for grid, n in sorted(rj.counts.items()):
+        sets, ev = n.get("sets", Counter()), n.get("evaluation", Counter())
+        if not sets["substituted"] + sets["rival unknown"]:
+            lines.append(f"- `{grid}`: no cell inside the band (or none measured): nothing to re-judge.")
+            continue
+        changed = [f"{claim} {was} → {now}" for (claim, g), (was, now) in sorted(rj.changed.items()) if g == grid]
+        lines.append(f"- `{grid}`: {sets['substituted']} cells take their rival set in the claims that read only "
+                     f"sets and costs, {ev['substituted']} also its evaluation in the claims that read it "
+                     f"({ev['rival not evaluated']} rivals no cell evaluated keep their set there); "
+                     f"{sets['rival unknown']} rest on a step inside the band, whose answer is unknown without "
+                     "re-running the search, and keep their set. "
+                     + (f"Verdicts that change: {'; '.join(changed)}." if changed else
+                        "No verdict changes with the substitutions that could be made."))
+    return lines
+
+
+def section(assessed: Mapping[str, Sequence[CellFirmness]], rejudged: Sequence[Rejudged], link: str) -> list[str]:
+    """REPORT.md's short section: per band and grid, the counts, and the verdicts rounding can flip."""
+    lines = ["How many cells rest on a searcher decision that rounding could turn, per band (bf16 on AMX against "
+             "fp32 on a CPU without AMX; against bf16 on other kernels), and whether the verdicts hold when those "
+             f"cells take their rival answer. Verdicts that change are marked {FLIP_MARK} in the matrix. The method, "
+             f"every condition and every such cell: [{link}]({link}).", ""]
+    by_band = {rj.band: rj for rj in rejudged}
+    for band, cells in assessed.items():
+        lines += [f"**{band}**", "", table(summary_rows(cells), SUMMARY_HEADERS), "", *_why(cells), ""]
+        if band in by_band:
+            lines += [*_rejudged_lines(by_band[band]), ""]
+    return lines
