@@ -29,6 +29,8 @@ TOOLS: dict[str, dict[str, tuple[str, str]]] = {
         "wordnet-accuracy": ("depthprune.real.mc_eval", "a real model's dense accuracy on the WordNet tasks"),
         "calibration-curve": ("depthprune.real.calibration_curve",
                               "how the removed set settles as the calibration sample grows"),
+        "rivals": ("depthprune.grid.rivals", "the rival answers of cells decided inside a rounding band, "
+                                             "found and evaluated (for REPORT's re-judge)"),
     },
 }
 

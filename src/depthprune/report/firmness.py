@@ -1,25 +1,12 @@
-"""How firmly each removed set is decided: the searcher decisions that rounding could turn, and what the
-verdicts say when those cells take their rival set.
+"""REPORT's "How firmly each set is decided": the cells whose set rests on a decision inside a rounding
+band (:mod:`depthprune.verify.firmness`), and what the verdicts say when those cells take their rival set.
 
-A cell's answer rests on decisions (:class:`depthprune.verify.replay.Decision`, found by replaying its
-recorded trace): the final choice against the closest full-budget rival, each step whose best a searcher
-takes (greedy's, beam's, fbs's, cbo's; not a chunk of an enumeration, GA's population or BO's design:
-``Searcher.batch_decides``), and the prior's cut where the searcher read the prior. A decision is *inside a
-band* when its gap is within what rounding moved losses between two numeric classes
-(:mod:`depthprune.verify.bands`, measured on held-out sets): on a machine of the other class it may come out
-the other way. Two bands are asked of every cell made in bf16 on AMX: **bf16 against fp32** (a CPU without
-AMX, where ``auto`` runs float32) and **across kernels** (bf16 on an AVX512-BF16 CPU). Only a band measured
-for the cell's own model and objective counts; a borrowed one is "not measured".
-
-A cell inside a band has a known **rival answer** only where the sole decisions inside are its final one
-(the answer is then that decision's rival) or oneshot's prior cut (the answer swaps the two singles). A step
-inside a band leads to a path the trace does not hold: its answer is unknown without re-running the search.
-
-Re-judging substitutes, in each cell whose rival answer is known *and* evaluated in the same grid and
-condition (another cell removed that set; same evaluation protocol), the rival's set, calibration loss and
-evaluation, and judges every claim again. A verdict that changes is marked in the verdict matrix as one
-rounding can flip; one that does not has held against the substitutions that could be made, and the cells
-that could not be substituted are counted beside it.
+Re-judging substitutes, in each cell inside a band whose rival answer is known, the rival: in the claims
+that read only removed sets and costs (``Claim.reads_evaluation`` False), its set; in the claims that read an
+evaluation, also its evaluation, where another cell of the same condition removed that set or the rivals
+archive (:mod:`depthprune.grid.rivals`) evaluated it. A verdict that changes is marked in the verdict matrix
+as one rounding can flip; one that does not has held against the substitutions that could be made, and the
+cells that could not be substituted are counted beside it.
 """
 
 from __future__ import annotations
@@ -33,22 +20,14 @@ from typing import Any
 from depthprune.report import claims
 from depthprune.report.cells import table
 from depthprune.report.verdicts import FLIP_MARK
-from depthprune.search import SEARCHERS
-from depthprune.verify.bands import load_table, lookup, numeric_class
-from depthprune.verify.replay import FAILED, PARTIAL, Decision, replay
+from depthprune.verify.firmness import BANDS, FIRM, INSIDE, UNKNOWN, CellFirmness, assess, cell_firmness, decisive
+from depthprune.verify.replay import Decision
 
-#: the two bands asked of a cell: (label, the other numeric class, by the cell's own class)
-BANDS: dict[str, dict[str, str]] = {
-    "bf16 against fp32": {"bf16/amx": "fp32/cpu-avx512", "bf16/avx512-bf16": "fp32/cpu-avx512"},
-    "across kernels": {"bf16/amx": "bf16/avx512-bf16", "bf16/avx512-bf16": "bf16/amx"},
-}
+__all__ = ["BANDS", "FIRM", "INSIDE", "UNKNOWN", "CellFirmness", "assess", "cell_firmness", "decisive",
+           "flippable", "page", "rejudge", "section", "substitute"]
 
 #: what a substituted cell takes from the rival's evaluated result
 EVALUATION_FIELDS = ("metrics", "item_outcomes", "item_clusters", "window_nll", "evaluated")
-
-FIRM = "firm"
-INSIDE = "inside"
-UNKNOWN = "not measured"
 
 #: the page's account of the method (the module docstring's, in the report's words)
 METHOD = [
@@ -69,90 +48,6 @@ METHOD = [
     "report runs no model). A verdict that changes is one rounding can flip.",
 ]
 
-
-
-@dataclass(frozen=True)
-class CellFirmness:
-    """One cell under one band: its decisive decisions, those inside the band, and its rival answer."""
-
-    grid: str
-    cell: str
-    condition: tuple[str, str, int]  # model, objective, budget
-    search: str
-    status: str  # FIRM | INSIDE | UNKNOWN
-    why: str = ""  # for UNKNOWN: why no band or no decisions
-    partial: bool = False  # the replay covered only part of the run (older archives)
-    smallest: Decision | None = None  # the decisive decision with the smallest gap relative to its band
-    smallest_band: float | None = None
-    inside: tuple[Decision, ...] = ()
-    rival: tuple[int, ...] | None = None  # the answer had the decisions inside come out the other way
-
-    @property
-    def ratio(self) -> float:
-        """The smallest decisive gap ÷ its band (at most 1 inside the band); inf where not measured."""
-        if self.smallest is None or not self.smallest_band:
-            return math.inf
-        return self.smallest.gap / self.smallest_band
-
-
-def decisive(result: Mapping[str, Any], decisions: Sequence[Decision]) -> list[Decision]:
-    """The decisions that can change the answer (module docstring)."""
-    search = str(result.get("search") or (result.get("identity") or {}).get("search"))
-    batch_decides = SEARCHERS[search].batch_decides if search in SEARCHERS else True
-    return [d for d in decisions if d.kind != "step" or batch_decides]
-
-
-def _band(table_: Mapping[str, Any], recorded: str, other: str, result: Mapping[str, Any],
-          d: Decision) -> float | None:
-    loss = max(abs(d.chosen_loss), abs(d.rival_loss))
-    b = lookup(table_, recorded, other, result["objective"], result["model"], loss)
-    return None if b is None or b.flagged or not math.isfinite(b.nats) else b.nats
-
-
-def _rival(result: Mapping[str, Any], inside: Sequence[Decision]) -> tuple[int, ...] | None:
-    kinds = {d.kind for d in inside}
-    if kinds == {"final"}:
-        return inside[0].rival
-    if kinds == {"prior"} and result.get("search") == "oneshot":
-        d = inside[0]
-        return tuple(sorted(set(result["removed"]) - set(d.chosen) | set(d.rival)))
-    return None
-
-
-def cell_firmness(result: Mapping[str, Any], decisions: Sequence[Decision], status: str, band: str,
-                  table_: Mapping[str, Any]) -> CellFirmness:
-    """``result`` under ``band`` (a key of :data:`BANDS`), given its replay's decisions and status."""
-    base = {"grid": result["grid"], "cell": result["cell"],
-            "condition": (result["model"], result["objective"], int(result["budget"])), "search": result["search"]}
-    recorded = numeric_class(result.get("environment") or {})
-    other = BANDS[band].get(recorded)
-    if other is None:
-        return CellFirmness(**base, status=UNKNOWN, why=f"made in {recorded}: no such band asked of it")
-    if status == FAILED:
-        return CellFirmness(**base, status=UNKNOWN, why="its trace does not replay")
-    scored: list[tuple[float, Decision, float]] = []
-    for d in decisive(result, decisions):
-        width = _band(table_, recorded, other, result, d)
-        if width is None:
-            return CellFirmness(**base, status=UNKNOWN,
-                                why=f"no band measured for {recorded} against {other}, {result['objective']}, "
-                                    f"{result['model']}")
-        scored.append((d.gap / width if width > 0 else math.inf, d, width))
-    if not scored:
-        return CellFirmness(**base, status=UNKNOWN, why="no decision to weigh (one set scored)")
-    ratio, smallest, width = min(scored, key=lambda x: (x[0], x[1].position))
-    inside = tuple(d for r, d, _ in scored if r <= 1.0)
-    return CellFirmness(**base, status=INSIDE if inside else FIRM, partial=status == PARTIAL, smallest=smallest,
-                        smallest_band=width, inside=inside, rival=_rival(result, inside) if inside else None)
-
-
-def assess(results: Sequence[Mapping[str, Any]], table_: Mapping[str, Any] | None = None
-           ) -> dict[str, list[CellFirmness]]:
-    """Every result under every band, in the order given."""
-    t = table_ if table_ is not None else load_table()
-    replays = [replay(dict(r)) for r in results]
-    return {band: [cell_firmness(r, rep.decisions, rep.status, band, t) for r, rep in zip(results, replays)]
-            for band in BANDS}
 
 
 def _condition_key(r: Mapping[str, Any]) -> tuple[Any, ...]:
