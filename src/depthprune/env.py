@@ -34,7 +34,7 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent
 #: frozen data, are fingerprinted as data), and the rehearsal's stand-in builder and checks (stand-in
 #: weights are fingerprinted by weights.py).
 _NOT_RESULT_AFFECTING = ("report/", "cli/", "grid/reference.py", "grid/cases.py", "grid/cluster.py", "plan/",
-                         "device_check.py", "task_baselines.py", "tiny/", "real/", "rehearsal/")
+                         "task_baselines.py", "tiny/", "real/", "rehearsal/")
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:

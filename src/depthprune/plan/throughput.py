@@ -1,4 +1,4 @@
-"""A measured ``throughput.json`` (:mod:`depthprune.device_check`) read for planning: the file's
+"""A measured ``throughput.json`` (:mod:`depthprune.plan.device_check`) read for planning: the file's
 checked fields, each stand-in shape's achieved rates, and the rate a plan applies to a model."""
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def _read_rate(f: _Fields, obj: dict[str, Any], where: str) -> MeasuredRate:
 
 
 def load_throughput(path: str | Path) -> Throughput:
-    """Read and check a ``throughput.json`` (:mod:`depthprune.device_check`); raises :class:`ThroughputError`."""
+    """Read and check a ``throughput.json`` (:mod:`depthprune.plan.device_check`); raises :class:`ThroughputError`."""
     file = str(path)
     try:
         data = json.loads(Path(path).read_text())
