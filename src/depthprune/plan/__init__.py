@@ -39,7 +39,10 @@ One module per job; this package re-exports the names its callers use:
 * :mod:`depthprune.plan.simulation` -- searchers run on loss landscapes, synthetic or recorded;
 * :mod:`depthprune.plan.bounds` -- evaluations and layer-forwards from the settings alone;
 * :mod:`depthprune.plan.grid_plan` -- a grid's cells planned, with totals, tasks and notes;
-* :mod:`depthprune.plan.format` -- the plan as text.
+* :mod:`depthprune.plan.format` -- the plan as text;
+* :mod:`depthprune.plan.device_check` -- ``depthprune measure device``, the GPU throughput check that writes the
+  ``throughput.json`` a plan can read (with :mod:`depthprune.plan.device_env` and
+  :mod:`depthprune.plan.device_phases`; not imported here: a tool module is imported when its command runs).
 """
 
 from __future__ import annotations
