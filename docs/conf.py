@@ -68,6 +68,6 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(.*\.)?_[A-Za-z]\w*"),
 ]
 nitpick_ignore = [
-    # a type alias in annotations (depthprune.plan.Losses), outside the module's __all__
+    # a type alias in annotations (depthprune.plan.simulation.Losses), outside the module's __all__
     ("py:class", "Losses"),
 ]

@@ -1,4 +1,4 @@
-"""The first GPU contact, prepared (depthprune.device_check): the command runs the suite's phases on
+"""The first GPU contact, prepared (depthprune.plan.device_check): the command runs the suite's phases on
 stand-ins with only what the device has, its JSON is what the planner reads, and the working tree fits
 what the device tool carries."""
 
@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from depthprune import device_check
 from depthprune.cli import main as cli
 from depthprune.grid.cases import load_grid
 from depthprune.plan import (
@@ -23,6 +22,7 @@ from depthprune.plan import (
     SHAPES,
     Assumptions,
     calibration_tokens,
+    device_check,
     load_throughput,
     measured_rate,
     model_shape,

@@ -33,8 +33,8 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent
 #: real profile's build recipes and the task baselines' builder (their outputs, the shipped weights, fixtures and
 #: frozen data, are fingerprinted as data), and the rehearsal's stand-in builder and checks (stand-in
 #: weights are fingerprinted by weights.py).
-_NOT_RESULT_AFFECTING = ("report/", "cli/", "grid/reference.py", "grid/cases.py", "grid/cluster.py", "plan.py",
-                         "device_check.py", "task_baselines.py", "tiny/", "real/", "rehearsal/")
+_NOT_RESULT_AFFECTING = ("report/", "cli/", "grid/reference.py", "grid/cases.py", "grid/cluster.py", "plan/",
+                         "task_baselines.py", "tiny/", "real/", "rehearsal/")
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:

@@ -23,8 +23,8 @@ TOOLS: dict[str, dict[str, tuple[str, str]]] = {
         "task-baselines": ("depthprune.task_baselines", "the frozen model-free baselines of every shipped task"),
     },
     "measure": {
-        "device": ("depthprune.device_check", "this machine's throughput on the suite's own phases "
-                                              "(throughput.json for depthprune plan)"),
+        "device": ("depthprune.plan.device_check", "this machine's throughput on the suite's own phases "
+                                                   "(throughput.json for depthprune plan)"),
         "card": ("depthprune.real.check", "a real model's card: dense tasks, margins, single-removal sweeps"),
         "wordnet-accuracy": ("depthprune.real.mc_eval", "a real model's dense accuracy on the WordNet tasks"),
         "calibration-curve": ("depthprune.real.calibration_curve",

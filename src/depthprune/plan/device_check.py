@@ -10,7 +10,7 @@ This measures what the suite's code achieves and writes ``DIR/throughput.json``,
 
 What runs, per stand-in shape (random bf16 weights built on the device with transformers'
 ``LlamaConfig``/``AutoModelForCausalLM.from_config``; calibration = random token ids, seed 0):
-``--size gpu``: smollm2-135m's shape and llama3.1-8b's (both from :data:`depthprune.plan.SHAPES`),
+``--size gpu``: smollm2-135m's shape and llama3.1-8b's (both from :data:`depthprune.plan.shapes.SHAPES`),
 the paper's 128 x 2048 calibration tokens in micro-batches of 8 (as the planner assumes);
 ``--size tiny``: two tiny shapes, 2 x 32 tokens, for a CPU test in seconds. The phases are the
 suite's, not re-implementations: ``dense`` (:class:`~depthprune.scoring.Scorer` with the ``ppl``
@@ -52,14 +52,12 @@ import argparse
 import gc
 import math
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, cast
@@ -68,252 +66,28 @@ import torch
 
 from depthprune.env import write_json_atomic
 from depthprune.gates import energy_passes, gate_gradient, reduce_weights
-from depthprune.objectives.base import Batch
 from depthprune.objectives.ppl import PerplexityObjective
-from depthprune.plan import (
-    GPUS,
-    SHAPES,
-    THROUGHPUT_SCHEMA,
-    ModelShape,
-    SyntheticLandscape,
-    gpu_kind,
-    phase_flops,
-    simulate,
+from depthprune.plan.device_env import environment_info, environment_lines
+from depthprune.plan.device_phases import (
+    DTYPE,
+    SIZES,
+    Deadline,
+    OutOfTime,
+    Phase,
+    ShapeRun,
+    Watched,
+    build_model,
+    calibration_batches,
 )
+from depthprune.plan.shapes import ModelShape
+from depthprune.plan.simulation import SyntheticLandscape, simulate
+from depthprune.plan.throughput import THROUGHPUT_SCHEMA
 from depthprune.recipe import Calibration
 from depthprune.scoring import Scorer
 from depthprune.search import get_searcher
 
 BUDGET = 7  # M, the paper's smaller budget
 TREE_LIMIT = 64 << 20  # what the device tool carries: the working tree, 64 MiB in all
-DTYPE = torch.bfloat16
-
-
-@dataclass(frozen=True)
-class Size:
-    """A run's stand-ins, calibration set and time budget."""
-
-    shapes: tuple[ModelShape, ...]
-    samples: int
-    seq_len: int
-    batch_size: int
-    budget_s: float  # after start-up: when the bounded phases (greedy, cbo) of the last shape stop
-    slack_s: float  # the hard stop (the prior's only bound) comes this much later
-    shares: tuple[float, ...]  # of the budget, per shape
-
-
-SIZES: dict[str, Size] = {
-    "gpu": Size((SHAPES["smollm2-135m"], SHAPES["llama3.1-8b"]), 128, 2048, 8, 360.0, 70.0, (1.0, 9.0)),
-    "tiny": Size((ModelShape("tiny-64", 8, 64, 128, 4, 2, 16, 512, True, "device_check tiny stand-in"),
-                  ModelShape("tiny-96", 8, 96, 256, 6, 2, 16, 768, False, "device_check tiny stand-in")),
-                 2, 32, 1, 120.0, 30.0, (1.0, 1.0)),
-}
-
-
-class OutOfTime(Exception):
-    """A bounded phase reached its deadline (raised before a new set is scored, never inside one)."""
-
-
-class Deadline:
-    """When the current phase must stop; it always lets one new set run, so every phase measures."""
-
-    def __init__(self) -> None:
-        self.at = math.inf
-        self.ran = 0
-
-    def arm(self, at: float) -> None:
-        self.at, self.ran = at, 0
-
-    def check(self) -> None:
-        if self.ran and time.perf_counter() > self.at:
-            raise OutOfTime
-        self.ran += 1
-
-
-class Watched:
-    """A :class:`~depthprune.scoring.Scorer` seen through a :class:`Deadline`: a new set past it raises :class:`OutOfTime`.
-
-    Everything else is the scorer's own (attributes are delegated), so ``Calibration.search`` runs
-    unchanged on it; its forks are watched too and kept, so a stopped search's counters can be read.
-    """
-
-    def __init__(self, scorer: Scorer, deadline: Deadline) -> None:
-        self.scorer = scorer
-        self.deadline = deadline
-        self.forks: list[Watched] = []
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("scorer", "deadline", "forks"):  # not set yet (e.g. during copying): no recursion
-            raise AttributeError(name)
-        return getattr(self.scorer, name)
-
-    def __call__(self, removed: Iterable[int]) -> float:
-        s = frozenset(removed)
-        if s not in self.scorer.memo:
-            self.deadline.check()
-        return self.scorer(s)
-
-    def many(self, sets: Iterable[Iterable[int]]) -> list[float]:
-        return [self(s) for s in sets]
-
-    def fork(self, known: dict[frozenset[int], float] | None = None,
-             energy: tuple[list[float], list[list[float]]] | None = None,
-             sink: Callable[[frozenset[int], float, float], None] | None = None) -> Watched:
-        twin = Watched(self.scorer.fork(known=known, energy=energy, sink=sink), self.deadline)
-        self.forks.append(twin)
-        return twin
-
-
-@dataclass
-class Phase:
-    """One phase's measurement (see the module docstring for what each count means)."""
-
-    name: str
-    status: str = "complete"  # complete | bounded (stopped at its deadline) | skipped | failed
-    seconds: float = 0.0  # time of the counted work (the scorer's own timer where it has one)
-    wall_seconds: float = 0.0  # the whole phase, synchronised
-    layer_forwards: int = 0  # blocks run over the whole calibration set, in this process
-    layer_backwards: int = 0
-    evaluations: int = 0  # sets run through the model: one output-head pass each
-    peak_memory_bytes: int | None = None
-    memory: str = ""  # what peak_memory_bytes measures
-    counted_layer_forwards: int | None = None  # as a result counts them (replay_cost), complete searches only
-    removed: list[int] | None = None
-    note: str = ""
-    extrapolated: dict[str, Any] | None = None
-    warnings: list[str] = field(default_factory=list)
-
-    def rates(self, shape: ModelShape, tokens: int, seq_len: int) -> dict[str, float | None]:
-        """Per second: layer-forwards, full-depth tokens, TFLOP (as the planner counts FLOPs)."""
-        none: dict[str, float | None] = {"layer_forwards_per_second": None, "tokens_per_second": None, "achieved_tflops": None}
-        if self.seconds <= 0 or self.status not in ("complete", "bounded"):
-            return none
-        flops = phase_flops(shape, seq_len, tokens, self.layer_forwards, self.layer_backwards, self.evaluations)
-        if not self.layer_forwards:  # the head alone, or no work (build)
-            return {**none, "achieved_tflops": flops / self.seconds / 1e12 if flops else None}
-        return {"layer_forwards_per_second": self.layer_forwards / self.seconds,
-                "tokens_per_second": tokens * self.layer_forwards / shape.layers / self.seconds,
-                "achieved_tflops": flops / self.seconds / 1e12}
-
-
-@dataclass
-class ShapeRun:
-    """Everything measured on one stand-in shape."""
-
-    shape: ModelShape
-    calibration: dict[str, int]
-    phases: dict[str, Phase] = field(default_factory=dict)
-    params: int | None = None
-    dense_loss: float | None = None
-    deadline_s: float | None = None  # seconds after start by which its bounded phases stop
-
-    def to_dict(self, peak_flops: float | None) -> dict[str, Any]:
-        tokens, seq = self.calibration["tokens"], self.calibration["seq_len"]
-        phases = {}
-        for name, p in self.phases.items():
-            rates = p.rates(self.shape, tokens, seq)
-            tflops = rates["achieved_tflops"]
-            mfu = None if tflops is None or peak_flops is None else tflops * 1e12 / peak_flops
-            phases[name] = {**asdict(p), **rates, "mfu": mfu}
-        return {"name": self.shape.model, "shape": asdict(self.shape), "planned_params": self.shape.params,
-                "params": self.params, "calibration": self.calibration, "dense_loss": self.dense_loss,
-                "deadline_s": self.deadline_s, "phases": phases}
-
-
-# -- the environment -----------------------------------------------------------------------------------
-
-
-def _quiet(read: Callable[[], Any]) -> Any:
-    """A setting's value, its deprecation warnings silenced (torch renames the TF32 switches)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return read()
-        except Exception as err:  # noqa: BLE001 - an absent setting is recorded, not fatal
-            return f"unavailable ({type(err).__name__})"
-
-
-def _driver() -> str | None:
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
-        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def environment_info(device: str) -> dict[str, Any]:
-    """Versions, the device, and the numeric settings a throughput depends on (TF32, bf16, SDPA)."""
-    import transformers
-
-    info: dict[str, Any] = {
-        "python": sys.version.split()[0], "platform": platform.platform(), "torch": torch.__version__,
-        "transformers": transformers.__version__, "cuda": torch.version.cuda, "device": device,
-        "torch_threads": torch.get_num_threads(),
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "tf32_matmul": _quiet(lambda: torch.backends.cuda.matmul.allow_tf32),
-        "tf32_cudnn": _quiet(lambda: torch.backends.cudnn.allow_tf32),
-        "cudnn": _quiet(torch.backends.cudnn.version),
-    }
-    if device == "cuda":
-        props = torch.cuda.get_device_properties(0)
-        info.update({
-            "device_name": torch.cuda.get_device_name(0), "capability": list(torch.cuda.get_device_capability(0)),
-            "memory_bytes": props.total_memory, "multiprocessors": props.multi_processor_count,
-            "bf16_supported": torch.cuda.is_bf16_supported(), "driver": _driver(),
-            "sdpa": {k: _quiet(getattr(torch.backends.cuda, f"{k}_sdp_enabled"))
-                     for k in ("flash", "mem_efficient", "math", "cudnn")},
-        })
-    else:
-        info.update({"device_name": f"cpu ({platform.processor() or platform.machine()})",
-                     "bf16_supported": True, "cpu_count": os.cpu_count()})
-    kind = gpu_kind(info["device_name"])
-    info["gpu_kind"] = kind
-    info["peak_bf16_tflops"] = GPUS[kind].bf16_tflops if kind else None
-    try:  # the suite's own record (git revision, kernels); a module edited elsewhere must not stop the check
-        from depthprune.env import environment
-
-        info["suite"] = environment(device, "bfloat16")
-    except Exception as err:  # noqa: BLE001
-        info["suite"] = f"unavailable ({type(err).__name__}: {err})"
-    return info
-
-
-def environment_lines(info: dict[str, Any]) -> list[str]:
-    return [
-        f"device     {info['device_name']} ({info['device']}; GPUS kind {info['gpu_kind']}, "
-        f"peak bf16 {info['peak_bf16_tflops']} TFLOP/s)",
-        f"versions   python {info['python']}, torch {info['torch']}, transformers {info['transformers']}, "
-        f"CUDA {info['cuda']}, cuDNN {info['cudnn']}, driver {info.get('driver')}",
-        f"numerics   bf16 supported {info['bf16_supported']}; TF32 matmul {info['tf32_matmul']}, "
-        f"TF32 cuDNN {info['tf32_cudnn']}, float32 matmul precision {info['float32_matmul_precision']}; "
-        f"SDPA {info.get('sdpa', '-')}",
-    ]
-
-
-# -- building ------------------------------------------------------------------------------------------
-
-
-def build_model(shape: ModelShape, device: str, seq_len: int) -> torch.nn.Module:
-    """A random-weight LLaMA of ``shape``, created on ``device`` directly, in bf16, SDPA attention."""
-    from transformers import AutoModelForCausalLM, LlamaConfig
-
-    config = LlamaConfig(vocab_size=shape.vocab, hidden_size=shape.hidden, intermediate_size=shape.intermediate,
-                         num_hidden_layers=shape.layers, num_attention_heads=shape.heads,
-                         num_key_value_heads=shape.kv_heads, head_dim=shape.head_dim,
-                         max_position_embeddings=max(2048, seq_len), tie_word_embeddings=shape.tied, use_cache=False)
-    torch.manual_seed(0)
-    with torch.device(device):
-        model = AutoModelForCausalLM.from_config(config, dtype=DTYPE, attn_implementation="sdpa")
-    if next(model.parameters()).dtype != DTYPE:  # an older from_config that ignored dtype
-        model = model.to(DTYPE)
-    return model.eval()
-
-
-def calibration_batches(vocab: int, samples: int, seq_len: int, batch_size: int, seed: int = 0) -> list[Batch]:
-    """Random token ids cut into micro-batches as ``PerplexityObjective.prepare`` cuts its windows."""
-    ids = torch.randint(0, vocab, (samples, seq_len), generator=torch.Generator().manual_seed(seed))
-    return [Batch(ids[i : i + batch_size]) for i in range(0, samples, batch_size)]
 
 
 # -- measuring -----------------------------------------------------------------------------------------
@@ -600,7 +374,7 @@ class Check:
 # -- what the device tool carries ----------------------------------------------------------------------
 
 
-_CHECKOUT = Path(__file__).resolve().parents[2]
+_CHECKOUT = Path(__file__).resolve().parents[3]
 
 
 def tree_bytes(root: str | Path = _CHECKOUT) -> tuple[int, int]:
