@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from depthprune.cli import main
-from depthprune.grid.rivals import TurnedScore, decision_key, follow, read_rivals
+from depthprune.grid.rivals import TurnedScore, follow
 from depthprune.search import get_searcher
+from depthprune.verify.firmness import decision_key, read_rivals
 from depthprune.verify.replay import replay
 
 W = [0.10, 0.11, 0.5, 0.6, 0.7, 0.8]

@@ -147,3 +147,22 @@ def test_the_page_and_section_render_every_band():
     assert all(f"## {band}" in page for band in F.BANDS) and "[1, 2, 4]" in page
     section = "\n".join(F.section(assessed, rj, "reports/firmness.md"))
     assert "reports/firmness.md" in section and "| 2 " in section  # the grid's two cells
+
+
+def test_a_followed_rival_is_taken_from_the_rivals_file_and_a_path_that_came_back_is_said():
+    from depthprune.verify.firmness import decision_key, turned
+
+    mine = cell("greedy", (1, 2, 3), metrics={"avg_acc": 0.5})
+    c = F.cell_firmness(mine, [step(0.01), final(0.5)], REPLAYED, BAND, table())
+    key = (mine["cell"], decision_key(turned(c)))
+    assert F.substitute([mine], [c])[1]["rival unknown"] == 1
+    record = {"removed": [4, 5, 6], "calibration_loss": 2.2, "evaluated": True, "metrics": {"avg_acc": 0.9}}
+    out, n = F.substitute([mine], [c], rivals={key: record})
+    assert out[0]["removed"] == [4, 5, 6] and out[0]["metrics"] == {"avg_acc": 0.9}
+    assert n["substituted"] == n["evaluated here"] == 1
+    unevaluated = {key: {"removed": [4, 5, 6], "calibration_loss": 2.2}}
+    assert F.substitute([mine], [c], rivals=unevaluated)[1]["rival not evaluated"] == 1
+    assert F.substitute([mine], [c], False, unevaluated)[0][0]["removed"] == [4, 5, 6]
+    back = {key: {"removed": [1, 2, 3], "calibration_loss": 2.0}}
+    out, n = F.substitute([mine], [c], rivals=back)
+    assert out[0] is mine and n["same set"] == 1

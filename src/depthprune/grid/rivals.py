@@ -37,26 +37,8 @@ from depthprune.env import environment, write_json_atomic
 from depthprune.grid.cases import Grid
 from depthprune.grid.runner import GridRunner, objective_params
 from depthprune.search import get_searcher
-from depthprune.verify.firmness import BANDS, INSIDE, CellFirmness, cell_firmness
+from depthprune.verify.firmness import BANDS, INSIDE, RIVALS_SCHEMA, cell_firmness, decision_key, rivals_path, turned
 from depthprune.verify.replay import Decision, recorded_loss, recorded_trace, replay
-
-#: the rivals file's format
-SCHEMA = "depthprune-rivals/1"
-
-
-def rivals_path(archive_dir: str | Path, grid: str) -> Path:
-    """Where a grid's rivals live beside its archive."""
-    return Path(archive_dir) / f"rivals-{grid}.json"
-
-
-def decision_key(d: Decision) -> str:
-    """A decision's identity in the rivals file: its kind, position and the two sides."""
-    return f"{d.kind}@{d.position}:{list(d.chosen)}>{list(d.rival)}"
-
-
-def turned(c: CellFirmness) -> Decision | None:
-    """The decision whose turning gives the cell's rival answer: its first decisive one inside the band."""
-    return min(c.inside, key=lambda d: (d.position, d.kind != "prior")) if c.inside else None
 
 
 class TurnedScore:
@@ -148,8 +130,8 @@ def measure(grid: Grid, results: Sequence[Mapping[str, Any]], table: Mapping[str
     (an interrupted run keeps what it did and resumes from it)."""
     out = Path(out)
     done: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
-    if done.get("schema") != SCHEMA or done.get("grid") != grid.name:
-        done = {"schema": SCHEMA, "grid": grid.name, "command": command, "environment": environment(), "rivals": []}
+    if done.get("schema") != RIVALS_SCHEMA or done.get("grid") != grid.name:
+        done = {"schema": RIVALS_SCHEMA, "grid": grid.name, "command": command, "environment": environment(), "rivals": []}
     have = {(x["cell"], x["decision_key"]) for x in done["rivals"]}
     todo = [w for w in wanted(results, table) if (str(w[0]["cell"]), decision_key(w[1])) not in have]
     todo.sort(key=lambda w: (w[0]["model"], w[0]["objective"], str(w[0]["cell"])))
@@ -186,20 +168,6 @@ def measure(grid: Grid, results: Sequence[Mapping[str, Any]], table: Mapping[str
         write_json_atomic(out, done)
     runner.close()
     return done
-
-
-def read_rivals(paths: Iterable[str | Path]) -> dict[tuple[str, str], dict[str, Any]]:
-    """(cell, decision key) -> rival record, from every rivals file given that exists."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for p in paths:
-        p = Path(p)
-        if p.exists():
-            data = json.loads(p.read_text())
-            if data.get("schema") != SCHEMA:
-                raise ValueError(f"{p}: schema {data.get('schema')!r}, expected {SCHEMA!r}")
-            for x in data["rivals"]:
-                out[(x["cell"], x["decision_key"])] = {**x, "grid": data["grid"]}
-    return out
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -43,6 +43,7 @@ from depthprune.report.variance import share_rows
 from depthprune.report.wrap import wrap_markdown
 from depthprune.task_baselines import FROZEN as TASK_BASELINES
 from depthprune.task_baselines import chance as task_chance
+from depthprune.verify.firmness import read_rivals
 
 #: the first line of every page written under reports/: how a stale one is told from a hand-written file
 GENERATED = "<!-- written by `depthprune report` with REPORT.md; do not edit by hand -->"
@@ -344,7 +345,8 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     thresholds = claims.load_thresholds()
     verdicts = claims.judge_all(results, thresholds)
     assessed = F.assess(every)
-    rejudged = F.rejudge(results, verdicts, assessed, thresholds)
+    rivals = read_rivals(sorted(p for d in dirs for p in d.glob("rivals-*.json")))
+    rejudged = F.rejudge(results, verdicts, assessed, thresholds, rivals)
     flips = F.flippable(rejudged)
     declared = declared_grids(cases_dir)
     missing = [d for d in declared if d.name not in grids]

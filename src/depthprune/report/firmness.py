@@ -20,7 +20,18 @@ from typing import Any
 from depthprune.report import claims
 from depthprune.report.cells import table
 from depthprune.report.verdicts import FLIP_MARK
-from depthprune.verify.firmness import BANDS, FIRM, INSIDE, UNKNOWN, CellFirmness, assess, cell_firmness, decisive
+from depthprune.verify.firmness import (
+    BANDS,
+    FIRM,
+    INSIDE,
+    UNKNOWN,
+    CellFirmness,
+    assess,
+    cell_firmness,
+    decision_key,
+    decisive,
+    turned,
+)
 from depthprune.verify.replay import Decision
 
 __all__ = ["BANDS", "FIRM", "INSIDE", "UNKNOWN", "CellFirmness", "assess", "cell_firmness", "decisive",
@@ -40,12 +51,15 @@ METHOD = [
     "(`docs/measurements.md` has the cross-precision runs). Only a band measured for the cell's own model and "
     "objective counts; a borrowed one is \"not measured\".",
     "",
-    "A cell's rival answer is known where the only decisions inside the band are its final one (the rival is that "
-    "decision's other set) or oneshot's prior cut (the two singles swap). A step inside the band leads to a path "
-    "the trace does not hold: its answer is unknown without re-running the search. To re-judge, each cell with a "
-    "known rival takes it: in the claims that read only removed sets and costs, its set; in the claims that read "
-    "an evaluation, also the rival's evaluation where another cell of the same condition removed that set (this "
-    "report runs no model). A verdict that changes is one rounding can flip.",
+    "A cell's rival answer is the answer had rounding turned its first decisive decision inside the band, and no "
+    "other. It is known from the trace where that decision is the final one (the rival is its other set) or "
+    "oneshot's prior cut (the two singles swap). After a turned step the search takes a path the trace does not "
+    "hold: `depthprune measure rivals` follows it (the searcher run again on the recorded losses with the "
+    "decision's two sides swapped, new sets scored with the model) and evaluates each rival set, into "
+    "`archive/rivals-<grid>.json` with the machine that made it. To re-judge, each cell with a known rival takes "
+    "it: in the claims that read only removed sets and costs, its set; in the claims that read an evaluation, "
+    "also the rival's evaluation, from another cell of the same condition that removed that set, else from the "
+    "rivals file (this report runs no model). A verdict that changes is one rounding can flip.",
 ]
 
 
@@ -54,12 +68,16 @@ def _condition_key(r: Mapping[str, Any]) -> tuple[Any, ...]:
     return (r["grid"], r["model"], r["objective"], r.get("calibration_seed"), r.get("profile"))
 
 
-def substitute(results: Sequence[dict[str, Any]], cells: Sequence[CellFirmness], evaluation: bool = True
+def substitute(results: Sequence[dict[str, Any]], cells: Sequence[CellFirmness], evaluation: bool = True,
+               rivals: Mapping[tuple[str, str], Mapping[str, Any]] | None = None
                ) -> tuple[list[dict[str, Any]], Counter[str]]:
-    """``results`` with each cell inside the band whose rival answer is known taking it: with the rival's
-    evaluation from another cell of its condition that removed that set (``evaluation``), or its set alone
-    (for claims that read no evaluation); and the counts of cells substituted, of rivals unknown and (with
-    ``evaluation``) of rivals no cell evaluated."""
+    """``results`` with each cell inside the band whose rival answer is known taking it. The rival is the
+    cell's own (:attr:`depthprune.verify.firmness.CellFirmness.rival`) or, for a turned step, the one
+    ``rivals`` (:func:`depthprune.verify.firmness.read_rivals`) followed to. Its evaluation comes from another
+    cell of the condition that removed that set, else from ``rivals``; without one the cell keeps its set
+    where ``evaluation`` is asked, and takes the set alone where not (claims that read no evaluation).
+    Counts: substituted, evaluated here (of those substituted, from ``rivals``), same set (a followed path
+    that came back), rival unknown, rival not evaluated."""
     evaluated: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in results:
         key = (*_condition_key(r), tuple(sorted(r["removed"])), repr(r.get("evaluation_protocol")))
@@ -68,26 +86,35 @@ def substitute(results: Sequence[dict[str, Any]], cells: Sequence[CellFirmness],
     out, counts = [], Counter[str]()
     for r in results:
         c = by_cell.get((r["grid"], r["cell"]))
-        if c is None or c.status != INSIDE:
+        d = turned(c) if c is not None and c.status == INSIDE else None
+        if c is None or d is None:
             out.append(r)
             continue
-        if c.rival is None:
+        record = (rivals or {}).get((str(r["cell"]), decision_key(d)))
+        rival = c.rival if c.rival is not None else tuple(record["removed"]) if record is not None else None
+        if rival is None:
             counts["rival unknown"] += 1
             out.append(r)
             continue
-        twin = evaluated.get((*_condition_key(r), c.rival, repr(r.get("evaluation_protocol"))))
-        if twin is not None:
+        if list(rival) == sorted(r["removed"]):
+            counts["same set"] += 1
+            out.append(r)
+            continue
+        twin = evaluated.get((*_condition_key(r), rival, repr(r.get("evaluation_protocol"))))
+        source = twin if twin is not None else record if record is not None and record.get("evaluated") else None
+        if source is not None:
             counts["substituted"] += 1
-            out.append({**r, "removed": list(c.rival), "calibration_loss": twin["calibration_loss"],
-                        **{k: twin[k] for k in EVALUATION_FIELDS if k in twin}})
+            counts["evaluated here"] += source is record
+            out.append({**r, "removed": list(rival), "calibration_loss": source["calibration_loss"],
+                        **{k: source[k] for k in EVALUATION_FIELDS if k in source}})
         elif evaluation:
             counts["rival not evaluated"] += 1
             out.append(r)
         else:
             counts["substituted"] += 1
-            final = [d for d in c.inside if d.kind == "final"]
-            out.append({**r, "removed": list(c.rival),
-                        "calibration_loss": final[0].rival_loss if final else math.nan})
+            loss = record["calibration_loss"] if record is not None else next(
+                (x.rival_loss for x in c.inside if x.kind == "final"), math.nan)
+            out.append({**r, "removed": list(rival), "calibration_loss": loss})
     return out, counts
 
 
@@ -101,7 +128,8 @@ class Rejudged:
 
 
 def rejudge(results: Sequence[dict[str, Any]], verdicts: Sequence[claims.Verdict],
-            assessed: Mapping[str, Sequence[CellFirmness]], thresholds: Mapping[str, Any]) -> list[Rejudged]:
+            assessed: Mapping[str, Sequence[CellFirmness]], thresholds: Mapping[str, Any],
+            rivals: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> list[Rejudged]:
     """Per band: every claim judged again with the substitutions it allows (a claim that reads the
     evaluation: rivals evaluated by another cell; one that does not: every known rival), against
     ``verdicts``."""
@@ -110,10 +138,10 @@ def rejudge(results: Sequence[dict[str, Any]], verdicts: Sequence[claims.Verdict
     for band, cells in assessed.items():
         rj = Rejudged(band)
         for evaluation, kind in ((True, "evaluation"), (False, "sets")):
-            swapped, _ = substitute(results, cells, evaluation)
+            swapped, _ = substitute(results, cells, evaluation, rivals)
             for g in sorted({r["grid"] for r in results}):
                 rj.counts.setdefault(g, {})[kind] = substitute([r for r in results if r["grid"] == g], cells,
-                                                               evaluation)[1]
+                                                               evaluation, rivals)[1]
             for v in claims.judge_all(swapped, thresholds):
                 if v.claim.reads_evaluation != evaluation:
                     continue
@@ -203,15 +231,21 @@ def _rejudged_lines(rj: Rejudged) -> list[str]:
     lines = []
     for grid, n in sorted(rj.counts.items()):
         sets, ev = n.get("sets", Counter()), n.get("evaluation", Counter())
-        if not sets["substituted"] + sets["rival unknown"]:
+        if not sum(sets.values()):
             lines.append(f"- `{grid}`: no cell inside the band (or none measured): nothing to re-judge.")
             continue
         changed = [f"{claim} {was} → {now}" for (claim, g), (was, now) in sorted(rj.changed.items()) if g == grid]
-        lines.append(f"- `{grid}`: {sets['substituted']} cells take their rival set in the claims that read only "
-                     f"sets and costs, {ev['substituted']} also its evaluation in the claims that read it "
-                     f"({ev['rival not evaluated']} rivals no cell evaluated keep their set there); "
-                     f"{sets['rival unknown']} rest on a step inside the band, whose answer is unknown without "
-                     "re-running the search, and keep their set. "
+        parts = [f"{sets['substituted']} cells take their rival set in the claims that read only sets and costs, "
+                 f"{ev['substituted']} also its evaluation in the claims that read one"
+                 + (f" ({ev['evaluated here']} evaluated by `depthprune measure rivals`)" if ev["evaluated here"] else "")]
+        if ev["rival not evaluated"]:
+            parts.append(f"{ev['rival not evaluated']} rivals no cell evaluated keep their set there")
+        if sets["same set"]:
+            parts.append(f"{sets['same set']} followed turns lead back to the cell's own set")
+        if sets["rival unknown"]:
+            parts.append(f"{sets['rival unknown']} rest on a step inside the band whose answer is not followed yet "
+                         "(`depthprune measure rivals`) and keep their set")
+        lines.append(f"- `{grid}`: {'; '.join(parts)}. "
                      + (f"Verdicts that change: {'; '.join(changed)}." if changed else
                         "No verdict changes with the substitutions that could be made."))
     return lines

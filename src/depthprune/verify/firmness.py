@@ -18,9 +18,11 @@ model. REPORT's use of all this is :mod:`depthprune.report.firmness`.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from depthprune.search import SEARCHERS
@@ -32,6 +34,14 @@ BANDS: dict[str, dict[str, str]] = {
     "bf16 against fp32": {"bf16/amx": "fp32/cpu-avx512", "bf16/avx512-bf16": "fp32/cpu-avx512"},
     "across kernels": {"bf16/amx": "bf16/avx512-bf16", "bf16/avx512-bf16": "bf16/amx"},
 }
+
+#: the rivals file's format
+RIVALS_SCHEMA = "depthprune-rivals/1"
+
+
+def rivals_path(archive_dir: str | Path, grid: str) -> Path:
+    """Where a grid's rivals live beside its archive."""
+    return Path(archive_dir) / f"rivals-{grid}.json"
 
 FIRM = "firm"
 INSIDE = "inside"
@@ -120,3 +130,27 @@ def assess(results: Sequence[Mapping[str, Any]], table_: Mapping[str, Any] | Non
     replays = [replay(dict(r)) for r in results]
     return {band: [cell_firmness(r, rep.decisions, rep.status, band, t) for r, rep in zip(results, replays)]
             for band in BANDS}
+
+
+def decision_key(d: Decision) -> str:
+    """A decision's identity in a rivals file: its kind, position and the two sides."""
+    return f"{d.kind}@{d.position}:{list(d.chosen)}>{list(d.rival)}"
+
+
+def turned(c: CellFirmness) -> Decision | None:
+    """The decision whose turning gives the cell's rival answer: its first decisive one inside the band."""
+    return min(c.inside, key=lambda d: (d.position, d.kind != "prior")) if c.inside else None
+
+
+def read_rivals(paths: Iterable[str | Path]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(cell, decision key) -> rival record, from every rivals file given that exists."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for p in paths:
+        p = Path(p)
+        if p.exists():
+            data = json.loads(p.read_text())
+            if data.get("schema") != RIVALS_SCHEMA:
+                raise ValueError(f"{p}: schema {data.get('schema')!r}, expected {RIVALS_SCHEMA!r}")
+            for x in data["rivals"]:
+                out[(x["cell"], x["decision_key"])] = {**x, "grid": data["grid"]}
+    return out
