@@ -93,6 +93,20 @@ def test_check_result_recounts_a_grid_result(tiny, name, tmp_path):
         check_result(result)
 
 
+def test_the_check_names_what_it_cannot_recount_instead_of_failing(tmp_path, capsys):
+    """bi ranks by the dense model's Block Influence, bo fits a GP, cbo reads gate gradients: said, not failed."""
+    from depthprune.result import to_json
+    from tests.fixtures import result_v2
+
+    (tmp_path / "g").mkdir()
+    for search in ("bi", "bo", "cbo"):
+        result = result_v2("m", "ppl", search, [1, 2, 3], 2.0)
+        (tmp_path / "g" / f"{search}.json").write_text(json.dumps(to_json(result)))
+    assert main(["plan", "--check", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("not re-counted") == 3 and "Block Influence" in out
+
+
 SETTINGS = [("oneshot", {}), ("greedy", {}), ("beam", {}), ("beam", {"beam_width": 2}), ("ga", {"max_evaluations": 40}),
             ("cbo", {}), ("fbs", {}), ("fbs", {"candidates": 3, "max_rounds": 2})]
 
