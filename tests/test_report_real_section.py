@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from depthprune.grid.results import iter_dense
-from depthprune.report import _real_section, reported
+from depthprune.report import reported
+from depthprune.report.sections import real_section as _real_section
 
 ARCHIVE = Path(__file__).resolve().parents[1] / "archive"
 
