@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
 import sys
 import time
@@ -24,6 +23,7 @@ from typing import Any
 
 from depthprune.real import baselines as bl
 from depthprune.real import mc_tasks
+from depthprune.report.intervals import wilson
 
 HEADLINE = {task: "acc" for task in mc_tasks.TASKS}
 
@@ -33,13 +33,6 @@ def profile(tasks: tuple[str, ...] = mc_tasks.TASKS):
     from depthprune.profiles import REAL
 
     return dataclasses.replace(REAL, tasks=tasks, headline={t: HEADLINE[t] for t in tasks})
-
-
-def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
 
 
 def measure(model: str, dtype: str = "auto", tasks: tuple[str, ...] = mc_tasks.TASKS, batch_size: int = 8,
@@ -80,7 +73,8 @@ def measure(model: str, dtype: str = "auto", tasks: tuple[str, ...] = mc_tasks.T
             outcomes = [int(c) for c in result.items[task][metric]]
             assert len(outcomes) == len(test)
             lo, hi = bl.clustered_interval(outcomes, clusters, seed=0)
-            wlo, whi = wilson(sum(outcomes), len(outcomes))
+            w = wilson(sum(outcomes) / len(outcomes), len(outcomes))  # the report's, at 95%
+            wlo, whi = w.low, w.high
             row[metric] = {"acc": round(sum(outcomes) / len(outcomes), 4), "cluster_bootstrap_95": [round(lo, 4),
                            round(hi, 4)], "wilson_95": [round(wlo, 4), round(whi, 4)]}
         out["tasks"][f"real_{task}"] = row
