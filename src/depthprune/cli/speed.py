@@ -78,7 +78,7 @@ def plan_run(args: argparse.Namespace) -> Plan:
     from depthprune.models import WeightsUnavailable, gguf_file_in, locate, resolve
 
     sources = [f for f, v in (("--remove", args.remove), ("--checkpoint", args.checkpoint), ("--result", args.result),
-                              ("--cost-table", args.cost_table)) if v]
+                              ("--cost-table", args.cost_table or None)) if v is not None]
     if len(sources) != 1:
         raise UsageError(f"give exactly one of --remove, --checkpoint, --result, --cost-table (got "
                          f"{', '.join(sources) or 'none'})")
@@ -86,7 +86,7 @@ def plan_run(args: argparse.Namespace) -> Plan:
         shapes = stand_in_shapes()
         if args.stand_in not in shapes:
             raise UsageError(f"--stand-in {args.stand_in!r} is unknown; allowed: {', '.join(shapes)}")
-        if not args.remove:
+        if args.remove is None:
             raise UsageError("--stand-in takes --remove (a stand-in has no checkpoint, result or shipped cost table)")
         shape = shapes[args.stand_in]
         _check_removed(args.remove, shape.layers, shape.model, "--remove")
@@ -105,7 +105,7 @@ def plan_run(args: argparse.Namespace) -> Plan:
     max_pos = getattr(config, "max_position_embeddings", None)
     if args.cost_table:
         return Plan(spec.id, n, max_pos, (), {"cost_table": True})
-    if args.remove:
+    if args.remove is not None:
         _check_removed(args.remove, n, spec.id, "--remove")
         return Plan(spec.id, n, max_pos, args.remove, {"remove": list(args.remove)})
     if args.result:
