@@ -197,3 +197,20 @@ def test_speed_on_stand_in(tmp_path):
     assert main(["speed", "--stand-in", "tiny-64", "--remove", "1,2", "--json", str(out), *FAST]) == 0
     record = json.loads(out.read_text())
     assert record["stand_in"] == "tiny-64" and record["workloads"][0]["predicted"]["cost_table"] is None
+
+
+def test_grid_results_measured_once_per_set(tmp_path, capsys):
+    """``--results DIR --grid G``: two cells that removed the same set are measured once, listed together."""
+    from depthprune.grid.results import write_result
+
+    results = tmp_path / "results"
+    for search, removed in (("greedy", [2, 6]), ("oneshot", [2, 6]), ("beam", [3, 6])):
+        write_result(results / "g" / f"{TINY}-ppl-{search}-M2.json",
+                     result_v2(TINY, "ppl", search, removed, 1.0, budget=2, grid="g"))
+    out = tmp_path / "speed-g.json"
+    assert main(["speed", "--results", str(results), "--grid", "g", "--json", str(out), *FAST]) == 0
+    record = json.loads(out.read_text())
+    assert [(r["removed"], len(r["cells"])) for r in record["sets"]] == [([2, 6], 2), ([3, 6], 1)]
+    assert record["machine"]["torch"] and record["grid"] == "g"
+    capsys.readouterr()
+    _refused(["--results", str(results), "--grid", "nope"], tmp_path, capsys, "--grid nope", "g")

@@ -1,5 +1,6 @@
 """``depthprune speed``: the dense and the rebuilt pruned model's inference speed, measured in one process,
-beside the blocks-only prediction L/(L-M) and the per-block cost table's; ``--cost-table`` measures a table.
+beside the blocks-only prediction L/(L-M) and the per-block cost table's; ``--cost-table`` measures a
+table, ``--results DIR --grid NAME`` every distinct removed set of a grid's cells.
 
 Everything that can be checked is checked from the config alone, before any weight loads: the removed
 set (in range, not empty, not the whole model), a result file's model against ``--model``, a
@@ -78,9 +79,9 @@ def plan_run(args: argparse.Namespace) -> Plan:
     from depthprune.models import WeightsUnavailable, gguf_file_in, locate, resolve
 
     sources = [f for f, v in (("--remove", args.remove), ("--checkpoint", args.checkpoint), ("--result", args.result),
-                              ("--cost-table", args.cost_table or None)) if v is not None]
+                              ("--cost-table", args.cost_table or None), ("--results", args.results)) if v is not None]
     if len(sources) != 1:
-        raise UsageError(f"give exactly one of --remove, --checkpoint, --result, --cost-table (got "
+        raise UsageError(f"give exactly one of --remove, --checkpoint, --result, --cost-table, --results (got "
                          f"{', '.join(sources) or 'none'})")
     if args.stand_in:
         shapes = stand_in_shapes()
@@ -133,6 +134,82 @@ def plan_run(args: argparse.Namespace) -> Plan:
                          f"is not {spec.id}'s {n}; expected a checkpoint pruned from --model {spec.id}")
     _check_removed(removed, n, spec.id, f"--checkpoint {ckpt} (depthprune_removed_layers)")
     return Plan(spec.id, n, max_pos, removed, {"checkpoint": str(ckpt)}, checkpoint=str(ckpt))
+
+
+def _model_limits(model: str, allow_download: bool) -> tuple[str, int, int | None]:
+    """``(registry id, blocks, maximum positions)`` of ``model`` from its config alone."""
+    from depthprune.models import WeightsUnavailable, gguf_file_in, locate, resolve
+
+    try:
+        spec = resolve(model)
+        path = locate(spec, allow_download=allow_download)
+    except WeightsUnavailable as err:
+        raise UsageError(f"--model {model}: {err}") from None
+    except ValueError as err:
+        raise UsageError(f"--model: {err}") from None
+    config = _config(path, gguf_file_in(spec, path))
+    return spec.id, int(config.num_hidden_layers), getattr(config, "max_position_embeddings", None)
+
+
+def cmd_speed_grid(args: argparse.Namespace) -> int:
+    """``--results DIR --grid NAME``: every distinct removed set of the grid's cells, measured once per set."""
+    from depthprune.env import write_json_atomic
+    from depthprune.grid.results import iter_results
+    from depthprune.models import load_model, resolve_device, resolve_dtype
+    from depthprune.speed import cells, compare
+
+    others = [f for f, v in (("--remove", args.remove), ("--checkpoint", args.checkpoint), ("--result", args.result),
+                             ("--cost-table", args.cost_table or None)) if v is not None]
+    if others:
+        raise UsageError(f"give exactly one of --remove, --checkpoint, --result, --cost-table, --results (got "
+                         f"--results, {', '.join(others)})")
+    if args.model or args.stand_in:
+        raise UsageError("--results takes its models from the results; drop --model/--stand-in")
+    if not args.grid:
+        raise UsageError("--results takes --grid NAME (the grid whose cells to measure)")
+    if not Path(args.results).is_dir():
+        raise UsageError(f"--results {args.results}: not a directory (of results, or archive/ with <grid>.jsonl.xz)")
+    results = list(iter_results([args.results]))  # a broken file: ResultFileError, exit 2 naming it
+    sets = cells.distinct_sets(results, args.grid)
+    if not sets:
+        grids = sorted({str(r.get("grid")) for r in results})
+        raise UsageError(f"--grid {args.grid}: no pruned cells of that grid in {args.results}; "
+                         f"grids there: {', '.join(grids) or 'none'}")
+    plans = {}
+    for model_id, by_set in sets.items():
+        rid, n, max_pos = _model_limits(model_id, args.allow_download)
+        for removed in by_set:
+            _check_removed(removed, n, rid, f"--results {args.results} (a result of {rid}, field 'removed')")
+        plans[model_id] = Plan(rid, n, max_pos, (), {})
+    spans = {m: contexts_for(args, plan) for m, plan in plans.items()}
+    try:
+        device = resolve_device(args.device)
+        dtype = resolve_dtype(args.dtype, device)
+    except ValueError as err:
+        raise UsageError(f"--device/--dtype: {err}") from None
+    if not args.json:
+        raise UsageError("--results writes its archive to --json FILE (e.g. archive/speed-<grid>.json)")
+    check_destination(args.json, "--json")
+
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+
+    def load(model_id: str) -> Any:
+        return load_model(model_id, device=device, dtype=args.dtype, allow_download=args.allow_download)[0]
+
+    rows = cells.measure_sets(sets, load, spans.__getitem__, args.new_tokens, args.rounds, args.warmup, device,
+                              progress=not args.quiet)
+    for row in rows:
+        shown = "  ".join(f"{w} {v['speedup']['median']:.3f}" for w, v in row["measured"].items())
+        print(f"{row['model']:<14} -{','.join(map(str, row['removed'])):<24} {len(row['cells']):>2} cells  {shown}  "
+              f"L/(L-M) {row['predicted']['blocks_only']:.3f}")
+    record = cells.grid_record(args.grid, rows, args.rounds, args.warmup, compare.machine(device, dtype),
+                               " ".join(["depthprune", *sys.argv[1:]]))
+    write_json_atomic(args.json, record)
+    print(f"wrote      {args.json} ({len(rows)} removed sets of {sum(len(r['cells']) for r in rows)} cells)")
+    return 0
 
 
 def contexts_for(args: argparse.Namespace, plan: Plan) -> tuple[int, int]:
@@ -188,6 +265,8 @@ def cmd_speed(args: argparse.Namespace) -> int:
     from depthprune.speed.timing import workloads
 
     # -- validate: everything that can be checked before loading weights (exit 2) --------
+    if args.results is not None:
+        return cmd_speed_grid(args)
     plan = plan_run(args)
     short, long = contexts_for(args, plan)
     try:
@@ -245,6 +324,9 @@ def register(sub: Any) -> None:
     p.add_argument("--remove", type=layers_arg, default=None, metavar="I,J,K", help="blocks to remove")
     p.add_argument("--checkpoint", default=None, metavar="DIR", help="a pruned checkpoint (`prune --save`) of --model")
     p.add_argument("--result", default=None, metavar="FILE", help="a cell's result file: its removed set")
+    p.add_argument("--results", default=None, metavar="DIR",
+                   help="a results directory (or archive/): every distinct removed set of --grid's cells, once")
+    p.add_argument("--grid", default=None, help="the grid whose cells --results measures (e.g. tiny)")
     p.add_argument("--cost-table", action="store_true", help="measure --model's per-block cost table into --out")
     p.add_argument("--out", default=None, metavar="FILE", help="the cost table's destination (with --cost-table)")
     p.add_argument("--stand-in", default=None, metavar="SHAPE",
