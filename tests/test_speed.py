@@ -20,8 +20,19 @@ from depthprune.speed.timing import Workload, run_decode, spread
 from tests.fixtures import random_model, result_v2
 
 TINY = "tiny-llama3"
-FAST = ["--contexts", "8,16", "--batches", "1", "--new-tokens", "2", "--rounds", "1", "--warmup", "0",
+FAST = ["--threads", "1", "--contexts", "8,16", "--batches", "1", "--new-tokens", "2", "--rounds", "1", "--warmup", "0",
         "--device", "cpu", "--dtype", "float32", "--quiet"]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One torch thread for these tests (restored after): on a shared machine two threads that wait on each
+    other stall whenever another process takes a core, and these tests time nothing."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    assert torch.get_num_threads() == 1  # `speed --threads` restored what it found
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

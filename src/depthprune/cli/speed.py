@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -191,16 +193,12 @@ def cmd_speed_grid(args: argparse.Namespace) -> int:
         raise UsageError("--results writes its archive to --json FILE (e.g. archive/speed-<grid>.json)")
     check_destination(args.json, "--json")
 
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
-
     def load(model_id: str) -> Any:
         return load_model(model_id, device=device, dtype=args.dtype, allow_download=args.allow_download)[0]
 
-    rows = cells.measure_sets(sets, load, spans.__getitem__, args.new_tokens, args.rounds, args.warmup, device,
-                              progress=not args.quiet)
+    with threads(args.threads):
+        rows = cells.measure_sets(sets, load, spans.__getitem__, args.new_tokens, args.rounds, args.warmup, device,
+                                  progress=not args.quiet)
     for row in rows:
         shown = "  ".join(f"{w} {v['speedup']['median']:.3f}" for w, v in row["measured"].items())
         print(f"{row['model']:<14} -{','.join(map(str, row['removed'])):<24} {len(row['cells']):>2} cells  {shown}  "
@@ -258,11 +256,24 @@ def _load(plan: Plan, args: argparse.Namespace, device: str, long: int) -> tuple
         return dense, rebuild(dense, plan.removed)
 
 
+@contextmanager
+def threads(n: int | None) -> Iterator[None]:
+    """torch's CPU threads set to ``n`` for the block (None: left as they are), then restored, so an
+    in-process ``main([...])`` leaves the caller's setting alone."""
+    import torch
+
+    before = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def cmd_speed(args: argparse.Namespace) -> int:
-    from depthprune.env import write_json_atomic
+    """``depthprune speed``: check everything the flags and configs allow (exit 2), then measure."""
     from depthprune.models import resolve_device, resolve_dtype
-    from depthprune.speed import compare, costs
-    from depthprune.speed.timing import workloads
 
     # -- validate: everything that can be checked before loading weights (exit 2) --------
     if args.results is not None:
@@ -282,10 +293,17 @@ def cmd_speed(args: argparse.Namespace) -> int:
     check_destination(args.out, "--out")
 
     # -- run (a failure here exits 1) -------------------------------------------------------
-    if args.threads:
-        import torch
+    with threads(args.threads):
+        return _run(args, plan, device, dtype, (short, long))
 
-        torch.set_num_threads(args.threads)
+
+def _run(args: argparse.Namespace, plan: Plan, device: str, dtype: Any, spans: tuple[int, int]) -> int:
+    """Load, measure, print and write (``cmd_speed`` after its checks)."""
+    from depthprune.env import write_json_atomic
+    from depthprune.speed import compare, costs
+    from depthprune.speed.timing import workloads
+
+    short, long = spans
     dense, pruned = _load(plan, args, device, long)
     progress = not args.quiet
     if args.cost_table:
