@@ -223,5 +223,10 @@ def test_grid_results_measured_once_per_set(tmp_path, capsys):
     record = json.loads(out.read_text())
     assert [(r["removed"], len(r["cells"])) for r in record["sets"]] == [([2, 6], 2), ([3, 6], 1)]
     assert record["machine"]["torch"] and record["grid"] == "g"
+    # a speed record beside results (archive/speed-<grid>.json) is no result to the results readers
+    from depthprune.grid.results import iter_results
+
+    (results / "speed-g.json").write_text(out.read_text())
+    assert len(list(iter_results([results]))) == 3
     capsys.readouterr()
     _refused(["--results", str(results), "--grid", "nope"], tmp_path, capsys, "--grid nope", "g")

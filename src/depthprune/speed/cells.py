@@ -20,7 +20,7 @@ from depthprune.speed import costs
 from depthprune.speed.compare import rebuild, time_pair
 from depthprune.speed.timing import Workload
 
-SCHEMA = 1
+SCHEMA = "depthprune-speed-grid/1"  # a string, so results readers skip the file (depthprune.result.is_result)
 
 
 def distinct_sets(results: Iterable[dict[str, Any]], grid: str) -> dict[str, dict[tuple[int, ...], list[str]]]:

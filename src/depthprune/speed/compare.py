@@ -23,7 +23,7 @@ from depthprune.masking import prune_layers
 from depthprune.speed import costs
 from depthprune.speed.timing import PeakMemory, Workload, param_bytes, param_count, run, spread, token_ids
 
-SCHEMA = 1
+SCHEMA = "depthprune-speed/1"  # a string: an integer schema is what marks a cell result (depthprune.result.is_result)
 
 
 def rebuild(dense: nn.Module, removed: tuple[int, ...]) -> nn.Module:

@@ -34,7 +34,7 @@ from depthprune.speed.timing import Workload, run, spread, token_ids
 TABLE_DIR = Path(__file__).resolve().parent.parent / "assets" / "speed"
 #: the single block type of a model whose config does not name its layers' types
 PLAIN = "decoder"
-TABLE_SCHEMA = 1
+TABLE_SCHEMA = "depthprune-cost-table/1"
 
 
 def block_types(config: Any) -> list[str]:
