@@ -1,4 +1,4 @@
-"""``depthprune`` command line: prune, cell, evaluate, report, archive, verify, plan, submit; build,
+"""``depthprune`` command line: prune, cell, evaluate, report, archive, verify, plan, submit, speed; build,
 measure and rehearsal for the tools that make the shipped assets and measure machines and models.
 
 Exit status: 0 on success; 2 for a usage error (bad input: one line naming the flag and
@@ -8,8 +8,8 @@ loaded or written); 1 for a failure during the run
 
 The commands live by group: :mod:`depthprune.cli.model` (prune, cell, evaluate),
 :mod:`depthprune.cli.results` (report, archive, verify, durations, time-split),
-:mod:`depthprune.cli.grid` (plan, submit) and :mod:`depthprune.cli.tools` (build, measure,
-rehearsal); :mod:`depthprune.cli.common` holds what they share.
+:mod:`depthprune.cli.grid` (plan, submit), :mod:`depthprune.cli.speed` (speed) and
+:mod:`depthprune.cli.tools` (build, measure, rehearsal); :mod:`depthprune.cli.common` holds what they share.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ __all__ = ["EXIT_FAILURE", "EXIT_USAGE", "UsageError", "build_parser", "check_de
 
 def build_parser(prog: str = "depthprune") -> argparse.ArgumentParser:
     """Every command's parser; each leaf's defaults carry ``func`` (what runs) and ``label`` (its name in errors)."""
-    from depthprune.cli import grid, model, results, tools
+    from depthprune.cli import grid, model, results, speed, tools
 
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0] if __doc__ else None)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=tools.ToolParser)
-    for group in (model, results, grid, tools):
+    for group in (model, results, grid, speed, tools):
         group.register(sub)
     return parser
 
