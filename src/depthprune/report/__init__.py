@@ -25,6 +25,7 @@ from depthprune.report import claims
 from depthprune.report import firmness as F
 from depthprune.report import readme as R
 from depthprune.report import sections as S
+from depthprune.report import speed as P
 from depthprune.report import tables as T
 from depthprune.report.baselines import render_task_baselines
 from depthprune.report.controls import is_control, render_controls
@@ -59,7 +60,8 @@ def _write(path: Path, lines: list[str]) -> None:
 def reported(results_dirs: Iterable[str | Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(every result the report reads, the main grids' results the verdicts judge): CI slices are
     never reported (cheaper repeats), controls only in their own sections."""
-    every = [r for r in iter_results([Path(d) for d in results_dirs]) if r.get("grid_kind") != "slice"]
+    dirs = [Path(d) for d in results_dirs]
+    every = P.attach([r for r in iter_results(dirs) if r.get("grid_kind") != "slice"], P.read_speed(dirs))
     return every, [r for r in every if not is_control(r)]
 
 
@@ -118,6 +120,12 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     if task_baselines_page:
         x.pages["baselines.md"] = S.Page("Task baselines: every reader of every other task", task_baselines_page)
     x.pages[S.FIRMNESS_PAGE] = S.Page(S.FIRMNESS_TITLE, F.page(assessed, rejudged))
+    speed = P.read_speed(dirs)
+    x.speed_points = {g: P.points(results, dense, g) for g in grids if any(k[0] == g for k in speed)}
+    x.speed_machines = {g: P.machine_line(speed, g) for g in x.speed_points}
+    x.speed_figures = [f for g, pts in x.speed_points.items() if (f := P.figure(pts, figures, g)) is not None]
+    if x.speed_points:
+        x.pages[S.SPEED_PAGE] = S.Page(S.SPEED_TITLE, P.page(x.speed_points, x.speed_machines))
     x.page_link = {name: S.link(reports / name, out.parent) for name in x.pages}
 
     _write(out, [line for section in S.SECTIONS for line in section(x)])

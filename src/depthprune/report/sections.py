@@ -20,6 +20,7 @@ from depthprune.report import analysis as A
 from depthprune.report import claims
 from depthprune.report import firmness as F
 from depthprune.report import intervals as I
+from depthprune.report import speed as P
 from depthprune.report import tables as T
 from depthprune.report import verdicts as V
 from depthprune.report.baselines import BASELINES, render_baselines
@@ -267,6 +268,8 @@ def page_findings(page_lines: list[str], link: str) -> list[str]:
 
 FIRMNESS_PAGE = "firmness.md"
 FIRMNESS_TITLE = "How firmly each set is decided"
+SPEED_PAGE = "speed.md"
+SPEED_TITLE = "What pruning buys: speed against accuracy"
 
 
 @dataclass
@@ -304,6 +307,9 @@ class Inputs:
     task_baselines: list[str]
     pages: dict[str, Page] = field(default_factory=dict)
     page_link: dict[str, str] = field(default_factory=dict)
+    speed_points: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # grid -> measured cells
+    speed_machines: dict[str, str] = field(default_factory=dict)
+    speed_figures: list[Path] = field(default_factory=list)
 
 
 def head(x: Inputs) -> list[str]:
@@ -405,6 +411,28 @@ def firmness(x: Inputs) -> list[str]:
     return [f"## {FIRMNESS_TITLE}", "", *F.section(x.assessed, x.rejudged, x.page_link[FIRMNESS_PAGE])]
 
 
+def speed(x: Inputs) -> list[str]:
+    """Per grid with a speed archive: which objective and searcher buy the most speed per accuracy point."""
+    lines = [f"## {SPEED_TITLE}", ""]
+    measured = [g for g in x.grids if x.speed_points.get(g)]
+    missing = [g for g in x.grids if g not in measured]
+    if measured:
+        target = x.page_link[SPEED_PAGE]
+        lines += ["Each pruned model is the rebuilt smaller model, timed against the dense one in alternating "
+                  "rounds on the machine named (a measurement, not a reference); accuracy retained is its avg "
+                  "accuracy ÷ the dense model's. Per objective and searcher: the median prefill speedup (batch 1, "
+                  "long context), the median accuracy retained, and how many of its cells are on the Pareto front "
+                  f"(no cell of the same model both faster and more accurate). Every cell: [{target}]({target}).", ""]
+    for g in measured:
+        lines += [f"**`{g}`** ({x.speed_machines[g]})", "",
+                  P.table(P.by_recipe(x.speed_points[g]), P.RECIPE_HEADERS), ""]
+    if missing:
+        lines += [f"Not measured: {', '.join(f'`{g}`' for g in missing)} (no `speed-<grid>.json` beside the results; "
+                  "`depthprune speed --results DIR --grid NAME` writes one).", ""]
+    lines += [f"![{p.stem}]({link(p, x.out.parent)})" for p in x.speed_figures]
+    return [*lines, ""] if x.speed_figures else lines
+
+
 def figures(x: Inputs) -> list[str]:
     return ["## Figures", "",
             "Cost vs quality: each searcher's avg accuracy with its 95% interval (error bars; cluster bootstrap of "
@@ -421,4 +449,4 @@ def environment(x: Inputs) -> list[str]:
 #: REPORT.md's sections, in order
 SECTIONS: tuple[Callable[[Inputs], list[str]], ...] = (
     head, partial_section, claims_section, variance, noise, curves, baselines, real, protocol, controls, precision,
-    firmness, figures, environment)
+    firmness, speed, figures, environment)
