@@ -38,7 +38,7 @@ __all__ = ["BANDS", "FIRM", "INSIDE", "UNKNOWN", "CellFirmness", "assess", "cell
            "flippable", "page", "rejudge", "section", "substitute"]
 
 #: what a substituted cell takes from the rival's evaluated result
-EVALUATION_FIELDS = ("metrics", "item_outcomes", "item_clusters", "window_nll", "evaluated")
+EVALUATION_FIELDS = ("metrics", "item_outcomes", "item_clusters", "window_nll", "evaluated", "speed")
 
 #: the page's account of the method (the module docstring's, in the report's words)
 METHOD = [
@@ -105,8 +105,13 @@ def substitute(results: Sequence[dict[str, Any]], cells: Sequence[CellFirmness],
         if source is not None:
             counts["substituted"] += 1
             counts["evaluated here"] += source is record
-            out.append({**r, "removed": list(rival), "calibration_loss": source["calibration_loss"],
-                        **{k: source[k] for k in EVALUATION_FIELDS if k in source}})
+            swapped = {**r, "removed": list(rival), "calibration_loss": source["calibration_loss"]}
+            for k in EVALUATION_FIELDS:  # the rival's own, or none: never the cell's own set's
+                if k in source:
+                    swapped[k] = source[k]
+                else:
+                    swapped.pop(k, None)
+            out.append(swapped)
         elif evaluation:
             counts["rival not evaluated"] += 1
             out.append(r)
@@ -114,7 +119,7 @@ def substitute(results: Sequence[dict[str, Any]], cells: Sequence[CellFirmness],
             counts["substituted"] += 1
             loss = record["calibration_loss"] if record is not None else next(
                 (x.rival_loss for x in c.inside if x.kind == "final"), math.nan)
-            out.append({**r, "removed": list(rival), "calibration_loss": loss})
+            out.append({**{k: v for k, v in r.items() if k != "speed"}, "removed": list(rival), "calibration_loss": loss})
     return out, counts
 
 

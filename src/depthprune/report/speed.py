@@ -153,13 +153,20 @@ def _median(values: Sequence[float]) -> float:
     return math.nan if not v else (v[len(v) // 2] + v[(len(v) - 1) // 2]) / 2
 
 
+INTRO = ("Each cell's pruned model is the rebuilt smaller model, timed against the dense one in alternating rounds on "
+         "the machine named (`depthprune speed --results DIR --grid NAME`, each distinct removed set once): its prefill "
+         "speedup at batch 1 and the long context is the median of the rounds, with their interquartile range. Its "
+         "accuracy retained is its avg accuracy ÷ the dense model's, with the 95% interval of its items. A cell is on "
+         "the Pareto front when no cell of the same model is both faster and more accurate. L/(L−M) is what the "
+         "blocks alone predict.")
+
 RECIPE_HEADERS = ["objective", "searcher", "cells", "median speedup", "median accuracy retained (%)",
                   "on the Pareto front"]
 
 
 def page(grids: Mapping[str, Sequence[dict[str, Any]]], machines: Mapping[str, str]) -> list[str]:
     """Every measured cell of every grid: speedup against accuracy retained."""
-    lines = [__doc__.split("\n\n", 1)[1].strip().replace("\n", " "), ""]
+    lines = [INTRO, ""]
     for grid, pts in grids.items():
         lines += [f"## Grid `{grid}`", "", f"Measured on: {machines.get(grid, 'unknown')}.", "",
                   table(by_recipe(pts), RECIPE_HEADERS), "",
@@ -178,6 +185,6 @@ def machine_line(speed: Mapping[tuple[str, str, tuple[int, ...]], Mapping[str, A
     m = (row or {}).get("machine") or {}
     cpu = (m.get("cpu") or {}).get("model_name") or m.get("device") or "unknown"
     kernels = m.get("kernels") or {}
-    return (f"{cpu}, {m.get('dtype', '?')}, {m.get('torch_threads', '?')} thread(s), capability "
+    return (f"{cpu}, {m.get('dtype', '?')}, capability "
             f"{kernels.get('capability', '?')}, AMX {'yes' if kernels.get('amx_tile') else 'no'} "
             f"({(row or {}).get('source', '?')})")
