@@ -51,7 +51,7 @@ class Plan:
 
 def stand_in_shapes() -> dict[str, Any]:
     """The shapes ``--stand-in`` builds random-weight models at: the planner's real shapes and the device check's tiny ones."""
-    from depthprune.device_check import SIZES
+    from depthprune.plan.device_phases import SIZES
     from depthprune.plan import SHAPES
 
     return {**SHAPES, **{s.model: s for s in SIZES["tiny"].shapes}}
@@ -237,7 +237,7 @@ def _load(plan: Plan, args: argparse.Namespace, device: str, long: int) -> tuple
     from depthprune.speed.compare import rebuild
 
     if plan.stand_in is not None:
-        from depthprune.device_check import build_model
+        from depthprune.plan.device_phases import build_model
 
         dense = build_model(plan.stand_in, device, long).to(resolve_dtype(args.dtype, device))
         dense.config.use_cache = True

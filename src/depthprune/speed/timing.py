@@ -182,23 +182,16 @@ def spread(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(vals), "q1": q1, "q3": q3, "min": vals[0], "max": vals[-1], "n": len(vals)}
 
 
+def _distinct_parameters(model: nn.Module) -> list[nn.Parameter]:
+    """Each parameter once: a tied embedding and head are one tensor."""
+    return list({id(p): p for p in model.parameters()}.values())
+
+
 def param_count(model: nn.Module) -> int:
     """Distinct parameters (a tied embedding and head count once)."""
-    seen: set[int] = set()
-    total = 0
-    for p in model.parameters():
-        if id(p) not in seen:
-            seen.add(id(p))
-            total += p.numel()
-    return total
+    return sum(p.numel() for p in _distinct_parameters(model))
 
 
 def param_bytes(model: nn.Module) -> int:
     """Bytes of the distinct parameters."""
-    seen: set[int] = set()
-    total = 0
-    for p in model.parameters():
-        if id(p) not in seen:
-            seen.add(id(p))
-            total += p.numel() * p.element_size()
-    return total
+    return sum(p.numel() * p.element_size() for p in _distinct_parameters(model))
