@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kinds import KIND_MARKERS, KINDS, TABLE, unlisted
+from tests.kinds import EXCEPTIONS, KIND_MARKERS, KINDS, TABLE, kind_of, unlisted
 
 pytest_plugins = ["pytester"]
 
@@ -20,6 +20,19 @@ def test_every_test_file_has_a_registered_kind(pytestconfig):
     assert not on_disk - set(KINDS), "test files without a kind"
     registered = {line.split(":")[0] for line in pytestconfig.getini("markers")}
     assert set(KIND_MARKERS) <= registered and set(KINDS.values()) == set(KIND_MARKERS)
+
+
+def test_every_exception_names_a_test_of_its_file():
+    """A pattern that names a function names one its file defines (a renamed test would drop out of it)."""
+    for path, patterns in EXCEPTIONS.items():
+        source = (ROOT / path).read_text()
+        assert path in KINDS and set(patterns.values()) <= set(KIND_MARKERS), path
+        for pattern in patterns:
+            function = pattern.split("[")[0]
+            assert function == "*" or f"def {function}(" in source, (path, pattern)
+    assert kind_of("tests/test_searchers.py", "test_batches_go_through_score_many[bo]") == "integration"
+    assert kind_of("tests/test_searchers.py", "test_batches_go_through_score_many[greedy]") == "unit"
+    assert kind_of("tests/test_no_such_kind.py", "test_x") is None
 
 
 def test_unlisted_names_the_file_and_the_table():
