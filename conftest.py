@@ -1,4 +1,4 @@
-"""Repository-wide pytest configuration: markers, thread count, grid options.
+"""Repository-wide pytest configuration: thread count, the kind of every test (tests/kinds.py).
 
 Torch uses at most 2 threads so results and timings are comparable between the
 2-core CI machine and a laptop; set DEPTHPRUNE_THREADS to change that.
@@ -7,7 +7,9 @@ Torch uses at most 2 threads so results and timings are comparable between the
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+import pytest
 import torch
 
 torch.set_num_threads(int(os.environ.get("DEPTHPRUNE_THREADS", "2")))
@@ -25,8 +27,32 @@ def pytest_report_header(config):
             f"ONEDNN_MAX_CPU_ISA={k.onednn_max_cpu_isa}, ATEN_CPU_CAPABILITY={os.environ.get('ATEN_CPU_CAPABILITY')}")
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "gpu: needs a CUDA device (skips without one)")
-    config.addinivalue_line("markers", "slow: long-running (full grid cells, exhaustive ground truth)")
-    config.addinivalue_line("markers", "tiny: runs on the shipped tiny model family (CPU)")
-    config.addinivalue_line("markers", "rehearsal: a paper cell on stand-ins (bench/test_rehearsal.py, tox -e rehearsal)")
+ROOT = Path(__file__).resolve().parent
+
+
+class _Unlisted(pytest.File):
+    """A test file the kind table does not list: collecting it fails with the reason."""
+
+    reason = ""
+
+    def collect(self):
+        raise self.CollectError(self.reason)
+
+
+def pytest_collect_file(file_path, parent):
+    from tests.kinds import unlisted
+
+    reason = unlisted(file_path, ROOT, parent.config.getini("python_files"))
+    if reason:
+        node = _Unlisted.from_parent(parent, path=file_path)
+        node.reason = reason
+        return node
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test with its kind (unit, integration, docs, grid, benchmark, property) from the one table,
+    tests/kinds.py: ``pytest -m unit`` is the inner loop. Markers select; none deselects by default."""
+    from tests.kinds import mark_kinds
+
+    mark_kinds(items, ROOT)

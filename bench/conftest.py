@@ -162,7 +162,6 @@ def pytest_generate_tests(metafunc):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "grid_extra: a grid cell outside the grid's CI slice (needs --full-grid)")
     _check_xdist_groups(config)
     _share_cpu_threads()
     from depthprune.grid.forks import across_enabled
