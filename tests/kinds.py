@@ -29,6 +29,7 @@ KINDS: dict[str, str] = {
     "tests/test_calibration_curve.py": "unit",
     "tests/test_ci_uv_settings.py": "unit",
     "tests/test_claims.py": "unit",
+    "tests/test_claims_cost.py": "unit",
     "tests/test_claims_noise.py": "unit",
     "tests/test_cli.py": "integration",
     "tests/test_cli_commands.py": "integration",
