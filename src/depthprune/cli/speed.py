@@ -51,8 +51,8 @@ class Plan:
 
 def stand_in_shapes() -> dict[str, Any]:
     """The shapes ``--stand-in`` builds random-weight models at: the planner's real shapes and the device check's tiny ones."""
-    from depthprune.plan.device_phases import SIZES
     from depthprune.plan import SHAPES
+    from depthprune.plan.device_phases import SIZES
 
     return {**SHAPES, **{s.model: s for s in SIZES["tiny"].shapes}}
 
