@@ -34,8 +34,9 @@ from depthprune.verify.firmness import (
 )
 from depthprune.verify.replay import Decision
 
-__all__ = ["BANDS", "FIRM", "INSIDE", "UNKNOWN", "CellFirmness", "assess", "cell_firmness", "decisive",
-           "flippable", "page", "rejudge", "section", "substitute"]
+__all__ = ["BANDS", "EVALUATION_FIELDS", "FIRM", "INSIDE", "METHOD", "SUMMARY_HEADERS", "UNKNOWN", "CellFirmness",
+           "Rejudged", "assess", "cell_firmness", "decisive", "flippable", "page", "rejudge", "section", "substitute",
+           "summary_rows"]
 
 #: what a substituted cell takes from the rival's evaluated result
 EVALUATION_FIELDS = ("metrics", "item_outcomes", "item_clusters", "window_nll", "evaluated", "speed")
