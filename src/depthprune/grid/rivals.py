@@ -37,7 +37,16 @@ from depthprune.env import environment, write_json_atomic
 from depthprune.grid.cases import Grid
 from depthprune.grid.runner import GridRunner, objective_params
 from depthprune.search import get_searcher
-from depthprune.verify.firmness import BANDS, INSIDE, RIVALS_SCHEMA, cell_firmness, decision_key, rivals_path, turned
+from depthprune.verify.firmness import (
+    BANDS,
+    INSIDE,
+    RIVALS_SCHEMA,
+    cell_firmness,
+    decision_key,
+    known_rival,
+    rivals_path,
+    turned,
+)
 from depthprune.verify.replay import Decision, recorded_loss, recorded_trace, replay
 
 
@@ -115,15 +124,6 @@ def wanted(results: Sequence[Mapping[str, Any]], table: Mapping[str, Any]
     return list(out.values())
 
 
-def _known(result: Mapping[str, Any], d: Decision) -> list[int] | None:
-    """The rival answer where it needs no search: the final decision's rival, oneshot's cut swapped."""
-    if d.kind == "final":
-        return sorted(d.rival)
-    if d.kind == "prior" and result.get("search") == "oneshot":
-        return sorted(set(result["removed"]) - set(d.chosen) | set(d.rival))
-    return None
-
-
 def measure(grid: Grid, results: Sequence[Mapping[str, Any]], table: Mapping[str, Any], work_dir: str | Path,
             out: str | Path, command: str, progress: bool = True, limit: int | None = None) -> dict[str, Any]:
     """Find and evaluate every rival of ``results`` (one grid's archived cells); write ``out`` after each
@@ -142,9 +142,9 @@ def measure(grid: Grid, results: Sequence[Mapping[str, Any]], table: Mapping[str
         session = runner.session(grid, cell.model)
         calib = session.calibrate(cell.objective, **objective_params(grid, cell))
         start = time.perf_counter()
-        known = _known(r, d)
+        known = known_rival(r, [d])
         if known is not None:
-            removed, how, computed = known, "final" if d.kind == "final" else "cut", 0
+            removed, how, computed = list(known), "final" if d.kind == "final" else "cut", 0
             loss = d.rival_loss if d.kind == "final" else calib.scorer(frozenset(known))
         else:
             removed, loss, computed = follow(r, d, calib.scorer)

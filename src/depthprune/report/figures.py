@@ -61,13 +61,13 @@ def removal_heatmaps(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path
     return written
 
 
-def _avg_acc_interval(r: dict[str, Any], seed: int) -> tuple[float, float] | None:
-    """avg_acc's 95% interval in points (the report's cluster bootstrap), or None without outcomes."""
+def avg_acc_interval(r: dict[str, Any], seed: int = 0) -> tuple[float, float] | None:
+    """avg_acc's 95% interval as a share (the report's cluster bootstrap of its items), or None without outcomes."""
     from depthprune.report.intervals import accuracy
 
     heads: dict[str, str] = ((r.get("evaluation_protocol") or {}).get("zero_shot") or {}).get("headline_metric") or {}
     iv = accuracy(r, list(heads), heads.__getitem__, r["metrics"].get("avg_acc"), seed=seed) if heads else None
-    return None if iv is None else (100 * iv.low, 100 * iv.high)
+    return None if iv is None else (iv.low, iv.high)
 
 
 def cost_quality(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path, grid: str, seed: int = 0) -> Path | None:
@@ -89,7 +89,9 @@ def cost_quality(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path, gr
                 continue
             lf = r["cost"]["layer_forwards"] / max(base["cost"]["layer_forwards"], 1)
             sec = r["cost"]["seconds"] / max(base["cost"]["seconds"], 1e-9)
-            points.append((model, objective, budget, r["search"], lf, sec, 100 * acc, _avg_acc_interval(r, seed)))
+            ci = avg_acc_interval(r, seed)
+            points.append((model, objective, budget, r["search"], lf, sec, 100 * acc,
+                           None if ci is None else (100 * ci[0], 100 * ci[1])))
     if not points:
         return None
     budgets = sorted({p[2] for p in points})

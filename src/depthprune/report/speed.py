@@ -12,13 +12,14 @@ objective and searcher buy the most speed per accuracy point lost.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from depthprune.report.cells import table
 from depthprune.report.claims.cost import WORKLOADS
+from depthprune.report.claims.helpers import median
+from depthprune.report.figures import avg_acc_interval
 
 #: the speed archive's format (depthprune.speed.cells)
 SPEED_SCHEMA = "depthprune-speed-grid/1"
@@ -56,15 +57,6 @@ def _prefill(r: Mapping[str, Any]) -> dict[str, Any] | None:
                  if k.startswith(prefix)), None)
 
 
-def accuracy_interval(r: dict[str, Any], seed: int = 0) -> tuple[float, float] | None:
-    """avg_acc's 95% interval (the report's cluster bootstrap of its items), or None without outcomes."""
-    from depthprune.report.intervals import accuracy
-
-    heads: dict[str, str] = ((r.get("evaluation_protocol") or {}).get("zero_shot") or {}).get("headline_metric") or {}
-    iv = accuracy(r, list(heads), heads.__getitem__, r["metrics"].get("avg_acc"), seed=seed) if heads else None
-    return None if iv is None else (iv.low, iv.high)
-
-
 def points(results: Sequence[dict[str, Any]], dense: Mapping[tuple[str, str], Mapping[str, Any]],
            grid: str) -> list[dict[str, Any]]:
     """One point per measured, evaluated cell of ``grid``: speedup (median, q1, q3) and accuracy retained
@@ -76,7 +68,7 @@ def points(results: Sequence[dict[str, Any]], dense: Mapping[tuple[str, str], Ma
         base = ((dense.get((grid, r["model"])) or {}).get("metrics") or {}).get("avg_acc")
         if r["grid"] != grid or s is None or acc is None or not base:
             continue
-        ci = accuracy_interval(r)
+        ci = avg_acc_interval(r)
         out.append({"cell": r["cell"], "model": r["model"], "objective": r["objective"], "search": r["search"],
                     "budget": r["budget"], "speedup": s["median"], "q1": s["q1"], "q3": s["q3"],
                     "retained": 100 * acc / base,
@@ -143,14 +135,9 @@ def by_recipe(pts: Sequence[dict[str, Any]]) -> list[list[Any]]:
     rows = []
     for objective, search in sorted({(p["objective"], p["search"]) for p in pts}):
         mine = [p for p in pts if (p["objective"], p["search"]) == (objective, search)]
-        rows.append([objective, search, len(mine), f"{_median([p['speedup'] for p in mine]):.3f}",
-                     f"{_median([p['retained'] for p in mine]):.1f}", sum(p["front"] for p in mine)])
+        rows.append([objective, search, len(mine), f"{median(p['speedup'] for p in mine):.3f}",
+                     f"{median(p['retained'] for p in mine):.1f}", sum(p["front"] for p in mine)])
     return rows
-
-
-def _median(values: Sequence[float]) -> float:
-    v = sorted(values)
-    return math.nan if not v else (v[len(v) // 2] + v[(len(v) - 1) // 2]) / 2
 
 
 INTRO = ("Each cell's pruned model is the rebuilt smaller model, timed against the dense one in alternating rounds on "

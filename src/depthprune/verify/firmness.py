@@ -86,7 +86,9 @@ def _band(table_: Mapping[str, Any], recorded: str, other: str, result: Mapping[
     return None if b is None or b.flagged or not math.isfinite(b.nats) else b.nats
 
 
-def _rival(result: Mapping[str, Any], inside: Sequence[Decision]) -> tuple[int, ...] | None:
+def known_rival(result: Mapping[str, Any], inside: Sequence[Decision]) -> tuple[int, ...] | None:
+    """The answer had ``inside`` turned, where it needs no search: the final decision's rival, or oneshot's
+    cut with its two singles swapped; None where a turned step would need the search followed."""
     kinds = {d.kind for d in inside}
     if kinds == {"final"}:
         return inside[0].rival
@@ -120,7 +122,7 @@ def cell_firmness(result: Mapping[str, Any], decisions: Sequence[Decision], stat
     ratio, smallest, width = min(scored, key=lambda x: (x[0], x[1].position))
     inside = tuple(d for r, d, _ in scored if r <= 1.0)
     return CellFirmness(**base, status=INSIDE if inside else FIRM, partial=status == PARTIAL, smallest=smallest,
-                        smallest_band=width, inside=inside, rival=_rival(result, inside) if inside else None)
+                        smallest_band=width, inside=inside, rival=known_rival(result, inside) if inside else None)
 
 
 def assess(results: Sequence[Mapping[str, Any]], table_: Mapping[str, Any] | None = None
