@@ -62,31 +62,31 @@ def test_a_file_that_is_not_a_store_is_named(tmp_path):
 
 
 _WRITER = textwrap.dedent("""
-    import sys, itertools
+    import sys, itertools, time
     from depthprune.score_store import ScoreStore
-    store = ScoreStore(sys.argv[1], "c")
+    store, paced = ScoreStore(sys.argv[1], "c"), len(sys.argv) > 2
     for n, s in enumerate(itertools.combinations(range(24), 3)):
         store.put(frozenset(s), sum(s) / 7.0, float(n))
+        if paced and n == 199:
+            print("200 written", flush=True)
+        if paced and n >= 199:
+            time.sleep(0.02)  # the rest takes >= 36 s, so a loaded parent still kills it mid-stream
 """)
 
 
 def test_kill_9_leaves_whole_entries_only_and_a_rerun_completes(tmp_path):
     """A writer killed with -9 mid-stream: SQLite's own check passes, every entry read back is
-    complete and right, and a second writer over the same file finishes the job."""
+    complete and right, and a second writer over the same file finishes the job. The writer says
+    when 200 entries are in (no polling race: on a loaded CI machine a polled writer once finished
+    before the kill)."""
     path = tmp_path / "s.sqlite"
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(path)])
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(path), "paced"], stdout=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            time.sleep(0.2)
-            try:
-                with sqlite3.connect(path, timeout=30) as conn:
-                    if conn.execute("SELECT count(*) FROM losses").fetchone()[0] >= 200:
-                        break
-            except sqlite3.OperationalError:
-                continue
+        assert writer.stdout is not None
+        assert writer.stdout.readline().strip() == "200 written"
         os.kill(writer.pid, signal.SIGKILL)
     finally:
+        writer.kill()
         writer.wait()
     assert writer.returncode == -signal.SIGKILL
     assert integrity(path) == "ok"
