@@ -230,3 +230,39 @@ def test_grid_results_measured_once_per_set(tmp_path, capsys):
     assert len(list(iter_results([results]))) == 3
     capsys.readouterr()
     _refused(["--results", str(results), "--grid", "nope"], tmp_path, capsys, "--grid nope", "g")
+
+
+def test_a_stopped_grid_run_resumes_from_its_journal(tmp_path, capsys, monkeypatch):
+    """A grid run stopped after its first set keeps that row in ``<json>.partial``; the rerun measures
+    only the rest, the journal goes once the archive is written, and a journal of other settings is refused."""
+    from depthprune.grid.results import write_result
+    from depthprune.speed import cells
+
+    results = tmp_path / "results"
+    for search, removed in (("greedy", [2, 6]), ("beam", [3, 6])):
+        write_result(results / "g" / f"{TINY}-ppl-{search}-M2.json",
+                     result_v2(TINY, "ppl", search, removed, 1.0, budget=2, grid="g"))
+    out = tmp_path / "speed-g.json"
+    argv = ["speed", "--results", str(results), "--grid", "g", "--json", str(out), *FAST]
+    real_pair, timed = cells.time_pair, []
+
+    def stop_at_second_set(dense, pruned, work, *rest):
+        if len(timed) == 2:  # two workloads per set: the second set's first
+            raise KeyboardInterrupt
+        timed.append(work)
+        return real_pair(dense, pruned, work, *rest)
+
+    monkeypatch.setattr(cells, "time_pair", stop_at_second_set)
+    assert main(argv) == 130  # the CLI's answer to Ctrl-C
+    journal = Path(str(out) + ".partial")
+    assert not out.exists() and len(journal.read_text().splitlines()) == 2  # settings + the first set
+    first = json.loads(journal.read_text().splitlines()[1])
+    monkeypatch.setattr(cells, "time_pair", lambda *a: timed.append(a[2]) or real_pair(*a))
+    assert main(argv) == 0
+    assert len(timed) == 4 and not journal.exists()  # the rerun timed only the second set
+    record = json.loads(out.read_text())
+    assert [r["removed"] for r in record["sets"]] == [[2, 6], [3, 6]] and record["sets"][0]["measured"] == first["measured"]
+    assert record["machine"]["torch_threads"] == 1  # recorded with the threads it measured with
+    journal.write_text(json.dumps({"settings": {"rounds": 99}}) + "\n")
+    capsys.readouterr()
+    assert main(argv) == 2 and "other settings" in capsys.readouterr().err

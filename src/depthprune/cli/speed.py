@@ -197,15 +197,26 @@ def cmd_speed_grid(args: argparse.Namespace) -> int:
         return load_model(model_id, device=device, dtype=args.dtype, allow_download=args.allow_download)[0]
 
     with threads(args.threads):
+        machine = compare.machine(device, dtype)  # with the threads it measures with
+    settings = {"grid": args.grid, "results": str(args.results), "rounds": args.rounds, "warmup": args.warmup,
+                "new_tokens": args.new_tokens, "contexts": {m: list(c) for m, c in spans.items()},
+                "threads": args.threads, "machine": {k: v for k, v in machine.items() if k != "git_revision"}}
+    journal = cells.Journal.beside(args.json, settings)
+    try:
+        journal.rows()
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    with threads(args.threads):
         rows = cells.measure_sets(sets, load, spans.__getitem__, args.new_tokens, args.rounds, args.warmup, device,
-                                  progress=not args.quiet)
+                                  progress=not args.quiet, journal=journal)
     for row in rows:
         shown = "  ".join(f"{w} {v['speedup']['median']:.3f}" for w, v in row["measured"].items())
         print(f"{row['model']:<14} -{','.join(map(str, row['removed'])):<24} {len(row['cells']):>2} cells  {shown}  "
               f"L/(L-M) {row['predicted']['blocks_only']:.3f}")
-    record = cells.grid_record(args.grid, rows, args.rounds, args.warmup, compare.machine(device, dtype),
+    record = cells.grid_record(args.grid, rows, args.rounds, args.warmup, machine,
                                " ".join(["depthprune", *sys.argv[1:]]))
     write_json_atomic(args.json, record)
+    journal.close()
     print(f"wrote      {args.json} ({len(rows)} removed sets of {sum(len(r['cells']) for r in rows)} cells)")
     return 0
 

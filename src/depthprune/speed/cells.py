@@ -11,7 +11,9 @@ the shipped cost table's, which are the same on every machine.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from torch import nn
@@ -41,31 +43,90 @@ def grid_workloads(contexts: tuple[int, int], new_tokens: int) -> list[Workload]
 
 def measure_sets(sets: dict[str, dict[tuple[int, ...], list[str]]], load: Callable[[str], nn.Module],
                  contexts: Callable[[str], tuple[int, int]], new_tokens: int, rounds: int, warmup: int, device: str,
-                 progress: bool = True) -> list[dict[str, Any]]:
-    """One row per distinct set: its cells, the measured speedup per workload and both predictions."""
+                 progress: bool = True, journal: Journal | None = None) -> list[dict[str, Any]]:
+    """One row per distinct set: its cells, the measured speedup per workload and both predictions.
+
+    With a ``journal``, sets it already holds are taken from it (a dense model none of whose sets is
+    left is not even loaded) and each new row is appended to it as soon as it is measured."""
     from tqdm.auto import tqdm
 
+    done = journal.rows() if journal is not None else {}
     rows: list[dict[str, Any]] = []
     total = sum(len(s) for s in sets.values())
     with tqdm(total=total, desc="removed sets", unit="set", disable=not progress, leave=False) as bar:
         for model_id, by_set in sets.items():
-            dense = load(model_id)
+            todo = [r for r in by_set if (model_id, r) not in done]
+            dense = load(model_id) if todo else None
             table = costs.load_table(model_id)
-            n = len(costs.block_types(dense.config))
-            works = grid_workloads(contexts(model_id), new_tokens)
             for removed, cells in by_set.items():
+                if (model_id, removed) in done:
+                    rows.append({**done[(model_id, removed)], "cells": cells})
+                    bar.update(1)
+                    continue
+                assert dense is not None
+                n = len(costs.block_types(dense.config))
+                works = grid_workloads(contexts(model_id), new_tokens)
                 pruned = rebuild(dense, removed)
                 timed = [time_pair(dense, pruned, w, rounds, warmup, device) for w in works]
                 del pruned
-                rows.append({
+                row = {
                     "model": model_id, "removed": list(removed), "m": len(removed), "n_layers": n, "cells": cells,
                     "measured": {t["workload"]: {"speedup": t["speedup"], "seconds": t["seconds"]} for t in timed},
                     "predicted": {"blocks_only": costs.blocks_only(n, len(removed)),
                                   "cost_table": {w.name: costs.predict(table, w.phase, removed) for w in works}},
-                })
+                }
+                if journal is not None:
+                    journal.append(row)
+                rows.append(row)
                 bar.update(1)
             del dense
     return rows
+
+
+class Journal:
+    """A grid speed run's rows as they are measured (JSON lines beside the archive, ``<json>.partial``),
+    so that a stopped run resumes where it stopped. Its first line holds the run's settings; a
+    journal of other settings (another machine, other rounds or contexts) is refused, not mixed in.
+    A half-written last line (a kill mid-write) is dropped."""
+
+    def __init__(self, path: str | Path, settings: dict[str, Any]) -> None:
+        self.path, self.settings = Path(path), settings
+
+    @classmethod
+    def beside(cls, archive: str | Path, settings: dict[str, Any]) -> Journal:
+        return cls(Path(str(archive) + ".partial"), settings)
+
+    def rows(self) -> dict[tuple[str, tuple[int, ...]], dict[str, Any]]:
+        """The rows measured so far (none if there is no journal yet; it is then started)."""
+        if not self.path.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps({"settings": self.settings}, sort_keys=True) + "\n")
+            return {}
+        lines = self.path.read_text().splitlines()
+        head = json.loads(lines[0]) if lines else {}
+        if head.get("settings") != self.settings:
+            raise ValueError(f"{self.path}: a stopped run of other settings ({head.get('settings')}); "
+                             f"delete it to start over, or rerun with its settings")
+        out = {}
+        for line in lines[1:]:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:  # the line a kill cut short
+                continue
+            out[(str(row["model"]), tuple(row["removed"]))] = row
+        return out
+
+    def append(self, row: dict[str, Any]) -> None:
+        import os
+
+        with self.path.open("a") as f:
+            f.write(json.dumps(row, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def close(self) -> None:
+        """The run is whole and its archive written: the journal goes."""
+        self.path.unlink(missing_ok=True)
 
 
 def grid_record(grid: str, rows: list[dict[str, Any]], rounds: int, warmup: int, machine: dict[str, Any],
