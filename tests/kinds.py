@@ -45,6 +45,7 @@ KINDS: dict[str, str] = {
     "tests/test_grid_forks.py": "unit",
     "tests/test_grid_rivals.py": "unit",
     "tests/test_import_graph.py": "unit",
+    "tests/test_jsonio.py": "unit",
     "tests/test_lm_adapter.py": "integration",
     "tests/test_lm_eval_templates.py": "unit",
     "tests/test_masking.py": "unit",

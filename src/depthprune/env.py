@@ -1,4 +1,4 @@
-"""The environment a result was produced in, fingerprints of the code, atomic file writes.
+"""The environment a result was produced in, fingerprints of the code.
 
 Every result records package versions, device, dtype and the git revision, so a
 number in REPORT.md can be traced to what produced it. Whether a stored result may be
@@ -11,16 +11,17 @@ every commit, including commits that only touch the report or the docs), and
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
 import subprocess
 import sys
-import tempfile
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+# moved to depthprune.jsonio; importable from here as before
+from depthprune.jsonio import write_json_atomic as write_json_atomic
 
 PACKAGES = ("depthprune", "torch", "transformers", "datasets", "tokenizers", "lm_eval", "botorch", "scipy", "numpy")
 #: Libraries whose version can change a result (depthprune itself is covered by code_fingerprint).
@@ -108,23 +109,6 @@ def environment(device: str = "cpu", dtype: str = "float32") -> dict[str, Any]:
     if device.startswith("cuda") and torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(torch.device(device))
     return info
-
-
-def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
-    """Write JSON so that a reader never sees a half-written file (rename is atomic)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(obj, fh, indent=2, sort_keys=True, default=str)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def release_free_memory() -> bool:

@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from depthprune import jsonio
+from depthprune.jsonio import JSONFileError
 
 SCHEMA = 2
 REQUIRED_FIELDS = ("schema", "cell", "identity", "n_layers", "removed", "calibration_loss", "evaluated", "objective_params",
@@ -51,17 +53,14 @@ class ResultError(ValueError):
     """A result file is unreadable, incomplete or of another schema; the message names the file."""
 
 
-class ResultFileError(ResultError):
+class ResultFileError(ResultError, JSONFileError):
     """A file read as results (a cell's JSON, a dense-model file, an archive or one of its lines) is broken.
 
     Bad input, not a failure of the run: every command that reads results exits 2 with this one line
     (``<path>[:line]: <what is wrong>``) instead of skipping the file, which would leave its cells out
-    of a report or a check without a word.
+    of a report or a check without a word. A :class:`~depthprune.jsonio.JSONFileError` (``path``, ``problem``,
+    ``line``), so what catches a broken JSON file catches this too.
     """
-
-    def __init__(self, path: str | Path, problem: str, line: int | None = None) -> None:
-        self.path, self.problem, self.line = Path(path), problem, line
-        super().__init__(f"{path}{'' if line is None else f':{line}'}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -133,43 +132,23 @@ def is_result(data: Any) -> bool:
     return isinstance(data, dict) and ("identity" in data or type(data.get("schema")) is int)
 
 
-#: what is left after the decoder's error where a number or literal was cut (``0.``, ``1e``, ``tru``)
-_CUT_TOKEN = re.compile(r"[-+.0-9eEtrufalsn]{1,5}")
-
-
-def _cut_short(text: str, err: json.JSONDecodeError) -> bool:
-    """Whether the decoder ran into the end of ``text`` (a cut copy) rather than into a malformed part."""
-    tail = text[err.pos:].rstrip()
-    if not tail or err.msg.startswith("Unterminated string"):
-        return True
-    return (err.msg != "Extra data" and not err.msg.startswith("Expecting property name")
-            and _CUT_TOKEN.fullmatch(tail) is not None)
-
-
 def parse_json(text: str, path: str | Path, line: int | None = None) -> Any:
     """``text`` (a file's or an archive line's) as JSON; a :class:`ResultFileError` naming ``path``
-    (and ``line``) that says whether it is cut short or not JSON at all."""
+    (and ``line``) that says whether it is cut short or not JSON at all (:func:`depthprune.jsonio.parse_json`)."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        if not text.strip():
-            raise ResultFileError(path, "empty, expected a JSON object", line) from None
-        if _cut_short(text, err):
-            raise ResultFileError(path, f"truncated: the JSON stops after {len(text)} characters, before it is "
-                                  "complete (a partial copy or an interrupted write?)", line) from None
-        where = f"column {err.colno}" if line is not None else f"line {err.lineno} column {err.colno}"
-        raise ResultFileError(path, f"not valid JSON ({err.msg}: {where}), expected a JSON object", line) from None
+        return jsonio.parse_json(text, path, line, expected="a JSON object")
+    except JSONFileError as err:
+        raise ResultFileError(path, err.problem, line) from None
 
 
 def read_json_file(path: str | Path) -> Any:
     """The JSON in ``path``, or a :class:`ResultFileError` naming it (unreadable, not UTF-8, not JSON, truncated)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise ResultFileError(path, f"not UTF-8 text ({err.reason} at byte {err.start}), expected JSON") from None
+        return jsonio.read_json(path, expected="a JSON object")
+    except JSONFileError as err:
+        raise ResultFileError(path, err.problem) from None
     except OSError as err:
         raise ResultFileError(path, f"cannot be read ({err.strerror or err})") from None
-    return parse_json(text, path)
 
 
 def check_result(data: Any, path: str | Path, line: int | None = None, name: str | None = None) -> dict[str, Any]:

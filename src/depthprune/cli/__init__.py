@@ -20,7 +20,7 @@ import sys
 
 from depthprune.cli.common import check_destination, objective_params_from_flags, result_summary
 from depthprune.cli.errors import EXIT_FAILURE, EXIT_USAGE, UsageError
-from depthprune.result import ResultFileError
+from depthprune.jsonio import JSONFileError
 
 __all__ = ["EXIT_FAILURE", "EXIT_USAGE", "UsageError", "build_parser", "check_destination", "main",
            "objective_params_from_flags", "result_summary"]
@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None, prog: str = "depthprune") -> int:
     try:
         status: int = args.func(args)
         return status
-    except (UsageError, ResultFileError) as err:  # a broken result file is bad input too: exit 2, naming it
+    except (UsageError, JSONFileError) as err:  # a broken result (ResultFileError) or other JSON file is bad input
+        # too: exit 2, naming it
         print(f"depthprune {label}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
