@@ -27,7 +27,6 @@ find the same set are evaluated once.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import os
@@ -42,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from depthprune.data import eval_windows, load_texts
-from depthprune.env import code_fingerprint, library_versions, package_versions, write_json_atomic
+from depthprune.env import code_fingerprint, library_versions, package_versions
+from depthprune.jsonio import JSONFileError, canonical, read_json, write_json_atomic
 from depthprune.masking import skip_layers
 from depthprune.models import find_decoder_layers
 
@@ -300,9 +300,8 @@ def cache_key(model_id: str, weights: str, removed: Iterable[int], profile: Prof
     """The evaluation cache key: model *weights* (not just the id), removed set, profile,
     settings, dtype, the result-affecting code and the library versions — an entry made by
     older code or another lm-eval is never returned."""
-    blob = json.dumps({"model": model_id, "weights": weights, "removed": sorted(removed), "profile": profile.name,
-                       "cfg": asdict(cfg), "dtype": dtype, "code": code_fingerprint(),
-                       "libraries": library_versions()}, sort_keys=True)
+    blob = canonical({"model": model_id, "weights": weights, "removed": sorted(removed), "profile": profile.name,
+                      "cfg": asdict(cfg), "dtype": dtype, "code": code_fingerprint(), "libraries": library_versions()})
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
@@ -331,10 +330,10 @@ def evaluate(
     path = Path(cache_dir) / f"{key}.json" if cache_dir is not None else None
     if path is not None and path.is_file():
         try:
-            stored = json.loads(path.read_text())
+            stored = read_json(path)
             return EvalResult(stored["metrics"], stored["protocol"], stored["seconds"], cached=True,
                               items=stored["items"], clusters=stored["clusters"], windows=stored["windows"])
-        except (json.JSONDecodeError, KeyError):
+        except (JSONFileError, KeyError):
             path.unlink()  # a corrupt or incomplete cache entry is recomputed, never trusted
     start = time.perf_counter()
     dense_blocks = min(removed) if len(removed) else len(find_decoder_layers(model))  # the view's dense prefix

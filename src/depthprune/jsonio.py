@@ -164,11 +164,14 @@ def _lines(rows: Iterable[Any], sort_keys: bool, ensure_ascii: bool) -> str:
 def write_jsonl(path: PathLike, rows: Iterable[Any], *, sort_keys: bool = False, ensure_ascii: bool = True,
                 atomic: bool = False) -> None:
     """One JSON line per row (compact, each ending in a newline). A ``.xz`` path is written xz-compressed
-    (preset 9, no timestamp: the bytes are a function of the rows); ``atomic``: as :func:`write_json_atomic`."""
+    (preset 9), a ``.gz`` one gzip-compressed (no timestamp, no file name): the bytes are a function of the
+    rows. ``atomic``: as :func:`write_json_atomic`."""
     path = Path(path)
     data = _lines(rows, sort_keys, ensure_ascii).encode("utf-8")
     if path.suffix == ".xz":
         data = lzma.compress(data, preset=9)
+    elif path.suffix == ".gz":
+        data = gzip.compress(data, mtime=0)
     if atomic:
         _replace_atomically(path, data)
     else:

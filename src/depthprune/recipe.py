@@ -48,8 +48,9 @@ from typing import Any
 
 import torch
 
-from depthprune.env import code_fingerprint, environment, library_versions, write_json_atomic
+from depthprune.env import code_fingerprint, environment, library_versions
 from depthprune.evaluate import EvalConfig, EvalResult, evaluate
+from depthprune.jsonio import write_json_atomic
 from depthprune.masking import prune_layers
 from depthprune.models import (
     STAND_IN_MARKER,

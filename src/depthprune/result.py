@@ -35,7 +35,6 @@ Readers get the identity's fields lifted to the top level as well (``r["model"]`
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -86,7 +85,7 @@ class Identity:
 
 
 def fingerprint(settings: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return hashlib.sha256(jsonio.canonical(settings, default=str).encode()).hexdigest()[:16]
 
 
 def _problem(data: Any) -> str | None:

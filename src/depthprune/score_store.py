@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from depthprune.env import switch
+from depthprune.jsonio import canonical
 
 #: file name of a results directory's store (next to its ``eval-cache/``)
 STORE_NAME = "score-store.sqlite"
@@ -48,7 +49,7 @@ def store_enabled() -> bool:
 
 def condition_key(description: Mapping[str, Any]) -> str:
     """sha256 (24 hex) of everything a condition's losses depend on (module docstring)."""
-    blob = json.dumps(description, sort_keys=True, default=str)
+    blob = canonical(description, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
@@ -80,7 +81,7 @@ class ScoreStore:
                 "CREATE TABLE IF NOT EXISTS extras (condition TEXT, name TEXT, value TEXT NOT NULL,"
                 " seconds REAL NOT NULL, PRIMARY KEY (condition, name)) WITHOUT ROWID;")
             conn.execute("INSERT OR IGNORE INTO conditions VALUES (?, ?, ?)",
-                         (condition, _SCHEMA, json.dumps(dict(description or {}), sort_keys=True, default=str)))
+                         (condition, _SCHEMA, canonical(dict(description or {}), default=str)))
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:

@@ -25,7 +25,6 @@ them and compares, so the file cannot go stale.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections import Counter
@@ -34,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from depthprune import jsonio
 from depthprune.real import baselines as bl
 
 #: profile -> its lm-eval tasks (the paper's names) read here; the real WordNet tasks have the richer
@@ -184,12 +184,12 @@ def build(seed: int = SEED) -> dict[str, Any]:
 
 
 def load(path: Path = FROZEN) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+    return jsonio.read_json(path)
 
 
 def dumps(data: dict[str, Any]) -> str:
     """The frozen file's text for ``data`` (what ``build`` writes and ``check`` compares)."""
-    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+    return jsonio.dumps(data, indent=1)
 
 
 def stale(path: Path, data: dict[str, Any]) -> bool:

@@ -14,12 +14,11 @@ id. Hashing 16 GB of weights takes a minute, so:
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from pathlib import Path
 
-from depthprune.env import write_json_atomic
+from depthprune.jsonio import JSONFileError, read_json, write_json_atomic
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -38,8 +37,8 @@ def file_sha256(path: Path) -> str:
     key = f"{real}|{stat.st_size}|{stat.st_mtime_ns}"
     cache_path = _cache_file()
     try:
-        cache = json.loads(cache_path.read_text())
-    except (OSError, json.JSONDecodeError):
+        cache = read_json(cache_path)
+    except (OSError, JSONFileError):
         cache = {}
     if key in cache:
         return cache[key]

@@ -14,7 +14,7 @@ from depthprune.cli.errors import EXIT_FAILURE, UsageError
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from depthprune.env import write_json_atomic
+    from depthprune.jsonio import write_json_atomic
     from depthprune.plan import GPUS, Assumptions, ThroughputError, format_plan, load_throughput, plan_grid
 
     if args.grid is None and not args.check:

@@ -21,7 +21,7 @@ from depthprune.cli.errors import EXIT_FAILURE, UsageError
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from depthprune.env import write_json_atomic
+    from depthprune.jsonio import write_json_atomic
     from depthprune.models import WeightsUnavailable, resolve, resolve_device, resolve_dtype
     from depthprune.objectives import OBJECTIVES, make_objective
     from depthprune.recipe import Session, check_budget, count_layers, identity, make_result, save_pruned
@@ -142,8 +142,9 @@ def cmd_cell(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from depthprune.env import environment, write_json_atomic
+    from depthprune.env import environment
     from depthprune.evaluate import default_cache_dir
+    from depthprune.jsonio import write_json_atomic
     from depthprune.models import WeightsUnavailable, resolve
     from depthprune.profiles import get_profile
     from depthprune.recipe import Session, count_layers

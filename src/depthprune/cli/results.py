@@ -77,7 +77,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print(run.summary(replays))
     print(f"replayed {len(replays)} cells in {seconds:.1f} s (no model loaded: each searcher against its recorded trace)")
     if args.json:
-        from depthprune.env import write_json_atomic
+        from depthprune.jsonio import write_json_atomic
 
         write_json_atomic(args.json, run.report_json(replays, args.results, seconds))
         print(f"wrote {args.json}")
@@ -88,7 +88,8 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[dict[str, Any]]) -> 
     """``depthprune verify`` without --replay-only: replay, then re-score on this machine against bands."""
     import time
 
-    from depthprune.env import environment, git_revision, write_json_atomic
+    from depthprune.env import environment, git_revision
+    from depthprune.jsonio import write_json_atomic
     from depthprune.precision import cap_prefix
     from depthprune.verify import bands, evaluation, remeasure, run
 

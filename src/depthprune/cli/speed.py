@@ -10,7 +10,6 @@ checkpoint's origin, the contexts against the model's maximum positions, the des
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from typing import Any
 
 from depthprune.cli.common import check_destination, layers_arg, positive
 from depthprune.cli.errors import UsageError
+from depthprune.jsonio import read_json
 
 #: contexts when neither the flag nor a shipped cost table gives them (short, long; long capped by the model)
 DEFAULT_CONTEXTS = (64, 512)
@@ -125,7 +125,7 @@ def plan_run(args: argparse.Namespace) -> Plan:
     ckpt = Path(args.checkpoint)
     if not (ckpt / "config.json").is_file():
         raise UsageError(f"--checkpoint {ckpt}: no config.json there; expected a directory `depthprune prune --save` wrote")
-    ck_config = json.loads((ckpt / "config.json").read_text())
+    ck_config = read_json(ckpt / "config.json")
     ck_config = ck_config.get("text_config") or ck_config
     removed = tuple(sorted(int(i) for i in ck_config.get("depthprune_removed_layers") or ()))
     if not removed:
@@ -155,8 +155,8 @@ def _model_limits(model: str, allow_download: bool) -> tuple[str, int, int | Non
 
 def cmd_speed_grid(args: argparse.Namespace) -> int:
     """``--results DIR --grid NAME``: every distinct removed set of the grid's cells, measured once per set."""
-    from depthprune.env import write_json_atomic
     from depthprune.grid.results import iter_results
+    from depthprune.jsonio import write_json_atomic
     from depthprune.models import load_model, resolve_device, resolve_dtype
     from depthprune.speed import cells, compare
 
@@ -310,7 +310,7 @@ def cmd_speed(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, plan: Plan, device: str, dtype: Any, spans: tuple[int, int]) -> int:
     """Load, measure, print and write (``cmd_speed`` after its checks)."""
-    from depthprune.env import write_json_atomic
+    from depthprune.jsonio import write_json_atomic
     from depthprune.speed import compare, costs
     from depthprune.speed.timing import workloads
 

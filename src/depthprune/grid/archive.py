@@ -13,12 +13,12 @@ checks that the committed REPORT.md is what they give).
 
 from __future__ import annotations
 
-import json
 import lzma
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from depthprune.jsonio import write_jsonl
 from depthprune.result import ResultFileError, check_result, is_result, parse_json, read_dense, read_json_file
 
 SUFFIX = ".jsonl.xz"
@@ -45,9 +45,6 @@ def _records(grid_dir: Path) -> list[dict[str, Any]]:
 
 def write_archives(results_dir: str | Path, out_dir: str | Path) -> list[Path]:
     """One archive per grid directory of ``results_dir`` that holds finished real results."""
-    import os
-    import tempfile
-
     written = []
     out = Path(out_dir)
     grid_dirs = sorted(p for p in Path(results_dir).iterdir() if p.is_dir() and p.name != "eval-cache")
@@ -57,15 +54,8 @@ def write_archives(results_dir: str | Path, out_dir: str | Path) -> list[Path]:
             continue
         out.mkdir(parents=True, exist_ok=True)
         target = out / f"{grid_dir.name}{SUFFIX}"
-        text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode()
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=out)
-        try:  # as env.write_json_atomic: a reader never sees half an archive, a failure leaves no temp file
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(lzma.compress(text, preset=9))
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        # xz, preset 9; atomic: a reader never sees half an archive, a failure leaves no temp file
+        write_jsonl(target, records, sort_keys=True, atomic=True)
         written.append(target)
     return written
 

@@ -22,15 +22,15 @@ hold for every precision and live in ``reference/<cell>.json``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from depthprune.env import environment, git_revision, write_json_atomic
+from depthprune.env import environment, git_revision
 from depthprune.grid.cases import Tolerance
+from depthprune.jsonio import read_json, write_json_atomic
 
 ACCURACY_SUFFIXES = ("_acc", "_acc_norm")
 
@@ -102,7 +102,7 @@ def read_reference(ref_dir: str | Path, cell_id: str, dtype: object = None) -> d
     public-source one; None if neither exists (:func:`reference_dtypes` says which others do)."""
     for path in ([reference_path(ref_dir, cell_id, dtype_name(dtype))] if dtype else []) + [reference_path(ref_dir, cell_id)]:
         if path.is_file():
-            reference = json.loads(path.read_text())
+            reference = read_json(path)
             made_in = reference.get("dtype")
             if reference.get("kind") == "measured" and made_in != (dtype_name(dtype) if dtype else None):
                 raise ValueError(f"{path}: a measured reference made in {made_in} is filed as "

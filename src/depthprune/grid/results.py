@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from depthprune.env import write_json_atomic
+from depthprune.jsonio import write_json_atomic
 from depthprune.result import (
     REQUIRED_FIELDS,
     ResultError,

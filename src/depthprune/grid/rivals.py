@@ -22,7 +22,6 @@ say how far apart those can be, and the rivals file records the machine and each
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -33,9 +32,10 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from depthprune.env import environment, write_json_atomic
+from depthprune.env import environment
 from depthprune.grid.cases import Grid
 from depthprune.grid.runner import GridRunner, objective_params
+from depthprune.jsonio import read_json, write_json_atomic
 from depthprune.search import get_searcher
 from depthprune.verify.firmness import (
     BANDS,
@@ -129,7 +129,7 @@ def measure(grid: Grid, results: Sequence[Mapping[str, Any]], table: Mapping[str
     """Find and evaluate every rival of ``results`` (one grid's archived cells); write ``out`` after each
     (an interrupted run keeps what it did and resumes from it)."""
     out = Path(out)
-    done: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
+    done: dict[str, Any] = read_json(out) if out.exists() else {}
     if done.get("schema") != RIVALS_SCHEMA or done.get("grid") != grid.name:
         done = {"schema": RIVALS_SCHEMA, "grid": grid.name, "command": command, "environment": environment(), "rivals": []}
     have = {(x["cell"], x["decision_key"]) for x in done["rivals"]}

@@ -15,9 +15,10 @@ from typing import Any
 
 import torch
 
-from depthprune.env import release_free_memory, write_json_atomic
+from depthprune.env import release_free_memory
 from depthprune.grid.cases import Cell, Grid
 from depthprune.grid.results import cell_path, claim_results_dir, dense_path, load_finished, write_result
+from depthprune.jsonio import write_json_atomic
 from depthprune.models import MODELS, WeightsUnavailable, is_stand_in, locate, resolve_dtype, weights_file_in
 from depthprune.objectives import make_objective
 from depthprune.profiles import get_profile

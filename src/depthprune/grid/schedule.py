@@ -15,7 +15,6 @@ an empty file keeps case-file order. Only the order changes: never which cells r
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from depthprune.grid.cases import Cell
+from depthprune.jsonio import JSONFileError, read_json, write_json
 
 T = TypeVar("T")
 
@@ -49,7 +49,7 @@ def write_durations(path: str | Path, durations: Mapping[str, float], source: st
            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
            "note": "seconds per cell as a grid run took them; used only to order cell groups longest first",
            "seconds": dict(sorted(durations.items()))}
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    write_json(path, doc, indent=1, sort_keys=False)
     return path
 
 
@@ -59,8 +59,8 @@ def load_durations(grid: str, directory: str | Path = DURATIONS_DIR) -> dict[str
     if not path.is_file():
         return {}
     try:
-        seconds = json.loads(path.read_text())["seconds"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        seconds = read_json(path)["seconds"]
+    except (JSONFileError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: not a durations file (needs a 'seconds' table of cell id -> seconds): {exc}") from exc
     return {str(k): float(v) for k, v in seconds.items()}
 

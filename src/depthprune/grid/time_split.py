@@ -16,18 +16,18 @@ processes, or a rerun): the waste a shared store removes.
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from depthprune.gates import energy_passes
+from depthprune.jsonio import canonical, read_json
 
 
 def condition_of(result: Mapping[str, Any]) -> tuple[str, str, str]:
     return (result["identity"]["model"], result["identity"]["objective"],
-            json.dumps(result.get("objective_params", {}), sort_keys=True))
+            canonical(result.get("objective_params", {})))
 
 
 def _requested(result: Mapping[str, Any]) -> set[frozenset[int]]:
@@ -81,7 +81,7 @@ def per_phase(results: list[Mapping[str, Any]], dense_files: list[Mapping[str, A
             phases["dense evaluation"] += float(d["eval_seconds"])
     if eval_cache is not None and not any("eval_seconds" in d for d in dense_files):
         for path in sorted(Path(eval_cache).glob("*.json")):
-            entry = json.loads(path.read_text())
+            entry = read_json(path)
             if not entry.get("removed"):
                 phases["dense evaluation"] += float(entry.get("seconds", 0.0))
     rows: list[dict[str, Any]] = [{"phase": k, "seconds": round(v, 1)} for k, v in phases.items()]

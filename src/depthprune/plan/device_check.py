@@ -64,8 +64,8 @@ from typing import Any, cast
 
 import torch
 
-from depthprune.env import write_json_atomic
 from depthprune.gates import energy_passes, gate_gradient, reduce_weights
+from depthprune.jsonio import write_json_atomic
 from depthprune.objectives.ppl import PerplexityObjective
 from depthprune.plan.device_env import environment_info, environment_lines
 from depthprune.plan.device_phases import (

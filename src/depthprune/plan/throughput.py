@@ -3,12 +3,12 @@ checked fields, each stand-in shape's achieved rates, and the rate a plan applie
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from depthprune.jsonio import JSONFileError, read_json
 from depthprune.plan.gpus import GPU, GPUS, gpu_kind
 from depthprune.plan.shapes import ModelShape
 
@@ -159,11 +159,11 @@ def load_throughput(path: str | Path) -> Throughput:
     """Read and check a ``throughput.json`` (:mod:`depthprune.plan.device_check`); raises :class:`ThroughputError`."""
     file = str(path)
     try:
-        data = json.loads(Path(path).read_text())
+        data = read_json(path)
     except OSError as err:
         raise ThroughputError(f"{file}: cannot be read ({err.strerror or err})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ThroughputError(f"{file}: not a JSON file ({err})") from None
+    except JSONFileError as err:
+        raise ThroughputError(f"{file}: not a JSON file ({err.problem})") from None
     f = _Fields(file)
     if not isinstance(data, dict):
         f.fail("(top level)", f"expected an object, got {type(data).__name__}")

@@ -33,13 +33,14 @@ source corpus, which only the build reads (its numbers are frozen in ``baselines
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache, lru_cache, partial
 from pathlib import Path
 from typing import Any
+
+from depthprune.jsonio import read_json, read_jsonl
 
 Item = Mapping[str, Any]
 Scores = list[list[float]]
@@ -270,12 +271,11 @@ def report(test: Sequence[Item], train: Sequence[Item], counts: Mapping[str, Map
 
 
 def read_items(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return read_jsonl(path)
 
 
 def frozen_task(task_dir: Path, task: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     """(train, test, counts) of one frozen task (``<task_dir>/data/<task>/``)."""
     data = task_dir / "data" / task
-    counts = json.loads((data / "counts.json").read_text(encoding="utf-8"))
+    counts = read_json(data / "counts.json")
     return read_items(data / "train.jsonl"), read_items(data / "test.jsonl"), counts

@@ -73,6 +73,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from depthprune import jsonio
 from depthprune.models import REAL_ASSETS
 from depthprune.task_files import lambada_task, loader_module, multiple_choice_task
 
@@ -152,14 +153,11 @@ def _sha256(path: Path) -> str:
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+    jsonio.write_jsonl(path, rows, sort_keys=True, ensure_ascii=False)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return jsonio.read_jsonl(path)
 
 
 def build_data() -> dict[str, Any]:
@@ -203,11 +201,11 @@ def _write_manifest(manifest: dict[str, Any]) -> None:
                    if p.is_file() and p.name != "manifest.json")
     manifest["sha256"] = {p.relative_to(REAL_ASSETS).as_posix(): _sha256(p) for p in files}
     DATA.mkdir(parents=True, exist_ok=True)
-    (DATA / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    jsonio.write_json(DATA / "manifest.json", manifest, sort_keys=False, ensure_ascii=False)
 
 
 def read_manifest() -> dict[str, Any]:
-    return json.loads((DATA / "manifest.json").read_text(encoding="utf-8"))
+    return jsonio.read_json(DATA / "manifest.json")
 
 
 def frozen_split(name: str) -> list[dict[str, Any]]:
@@ -372,8 +370,7 @@ def build_tasks() -> dict[str, Any]:
     (TASKS / "utils.py").write_text(_UTILS, encoding="utf-8")
     records = [commonsense_record(item) for item in nextsent["train"]]
     (DATA / "commonsense").mkdir(parents=True, exist_ok=True)
-    (DATA / "commonsense" / "train.json").write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n",
-                                                     encoding="utf-8")
+    jsonio.write_json(DATA / "commonsense" / "train.json", records, indent=1, sort_keys=False, ensure_ascii=False)
     manifest = read_manifest()
     manifest["tasks"] = {
         "real_lambada": {"test": len(lambada), "seedless": True},

@@ -37,12 +37,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from depthprune.jsonio import read_json, write_json_atomic
 
 DEFAULTS: dict[str, Any] = {
     "model": "smollm2-135m", "objectives": ("ppl", "margin"), "searchers": ("oneshot", "greedy"), "budget": 7,
@@ -70,9 +71,7 @@ def run_name(objective: str, seed: int, size: int, searcher: str) -> str:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)  # a stopped run loses at most the search in flight
+    write_json_atomic(path, data, indent=1, sort_keys=False)  # a stopped run loses at most the search in flight
 
 
 def _log(objective: str, message: str) -> None:
@@ -125,7 +124,7 @@ def run_task(objective: str, seed: int, cfg: dict[str, Any], out: str, threads: 
     path = held_out / f"{objective}-s{seed}.json"
     if not path.exists():
         other = cfg["seeds"][(cfg["seeds"].index(seed) + 1) % n_seeds]
-        sets = sorted({tuple(json.loads((runs / run_name(objective, seed, n, s)).read_text())["removed"])
+        sets = sorted({tuple(read_json(runs / run_name(objective, seed, n, s))["removed"])
                        for n in sizes for s in cfg["searchers"]})
         calib = session.calibrate(objective, **objective_params(objective, other, max(sizes), n_seeds))
         losses = {_set_key(s): calib.scorer(frozenset(s)) for s in sets}
@@ -147,12 +146,12 @@ def summarize(out: str | Path) -> dict[str, Any]:
     from depthprune.report.analysis import jaccard, mean_pairwise_jaccard
 
     out = Path(out)
-    cfg = json.loads((out / "config.json").read_text())
-    runs = {p.name: json.loads(p.read_text()) for p in sorted((out / "runs").glob("*.json"))}
+    cfg = read_json(out / "config.json")
+    runs = {p.name: read_json(p) for p in sorted((out / "runs").glob("*.json"))}
     seeds = cfg["seeds"]
     rows = []
     for objective in cfg["objectives"]:
-        held = {s: json.loads((out / "held_out" / f"{objective}-s{s}.json").read_text()) for s in seeds}
+        held = {s: read_json(out / "held_out" / f"{objective}-s{s}.json") for s in seeds}
         largest = max(cfg["sizes"][objective])
         for searcher in cfg["searchers"]:
             final = {s: runs[run_name(objective, s, largest, searcher)]["removed"] for s in seeds}
@@ -240,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
     if args.stage in ("run", "all"):
         out.mkdir(parents=True, exist_ok=True)
         config = out / "config.json"
-        if config.exists() and json.loads(config.read_text()) != cfg:
+        if config.exists() and read_json(config) != cfg:
             raise UsageError(f"{config} holds another curve's settings; use another --out")
         _write_json(config, cfg)
         tasks = sorted(itertools.product(cfg["objectives"], cfg["seeds"]),

@@ -8,10 +8,10 @@ without measuring anything.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from depthprune.jsonio import write_json
 from depthprune.models import MODELS, REAL_ASSETS
 
 MODEL_ID = "smollm2-135m"  # the first real model (the default of the card tools)
@@ -192,7 +192,7 @@ def write(measured: dict[str, Any] | None = None, readme_tables: str = "", model
     where = card_dir(model_id)
     where.mkdir(parents=True, exist_ok=True)
     card = {**ident, **({"measured": measured} if measured else {})}
-    (where / "card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_json(where / "card.json", card, sort_keys=False, ensure_ascii=False)
     w = ident["weights"]
     params = f"{ident['parameters']:,}"
     if ident.get("head_parameters"):

@@ -33,12 +33,12 @@ card says so where they are shown):
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from types import SimpleNamespace
 from typing import Any
 
+from depthprune.jsonio import read_json
 from depthprune.real.card import MODEL_ID, card_dir, identity, write
 
 #: chance accuracy of a task where it is known (a task without an entry is shown without one)
@@ -257,12 +257,12 @@ def run(args: argparse.Namespace) -> int:
     identity(args.model)  # a model without a card identity fails before anything is loaded
     if args.render_only:
         path = card_dir(args.model) / "card.json"
-        stored = json.loads(path.read_text()).get("measured") if path.is_file() else None
+        stored = read_json(path).get("measured") if path.is_file() else None
         print(write(stored, render(stored, args.model) if stored else "", args.model))
         return 0
     torch.set_num_threads(args.threads)
     card_path = card_dir(args.model) / "card.json"
-    measured = json.loads(card_path.read_text()).get("measured", {}) if card_path.is_file() else {}
+    measured = read_json(card_path).get("measured", {}) if card_path.is_file() else {}
     start = time.perf_counter()
     session = Session.open(args.model, device="cpu", dtype=args.dtype)
     measured["environment"] = {"threads": args.threads, "weights": session.weights, "dtype": session.dtype,

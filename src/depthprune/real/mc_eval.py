@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from depthprune.jsonio import dumps
 from depthprune.real import baselines as bl
 from depthprune.real import mc_tasks
 from depthprune.report.intervals import wilson
@@ -96,7 +97,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """``depthprune measure wordnet-accuracy``: print the measurement (and write it to ``--out``)."""
     res = measure(args.model, args.dtype, tuple(t for t in args.tasks.split(",") if t), args.batch_size, args.threads)
-    text = json.dumps(res, indent=1) + "\n"
+    text = dumps(res, indent=1, sort_keys=False)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")

@@ -24,6 +24,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from depthprune.jsonio import write_jsonl
 from depthprune.real.build import DATA, LICENSE, _write_manifest, frozen_split, read_manifest
 
 SOURCES = Path("/usr/share/doc/python3.11/html/_sources")
@@ -113,9 +114,7 @@ def build_pool(sources: Path = SOURCES) -> dict[str, Any]:
             continue
         kept.append(name)
         rows.append({"page": name.removesuffix(".rst.txt"), "text": text})
-    with open(POOL, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    write_jsonl(POOL, rows, ensure_ascii=False)
     manifest = read_manifest()
     manifest["calibration_pool"] = {
         "file": POOL.name,

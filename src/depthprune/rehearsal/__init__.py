@@ -22,9 +22,10 @@ results directory, and are never resumed, reported or compared as real ones (DES
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
+
+from depthprune.jsonio import read_json
 
 MANIFEST = "rehearsal.json"
 
@@ -43,4 +44,4 @@ def read_manifest(out: str | Path) -> dict[str, Any]:
     path = Path(out) / MANIFEST
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no rehearsal built there (depthprune rehearsal build --out {out})")
-    return json.loads(path.read_text())
+    return read_json(path)

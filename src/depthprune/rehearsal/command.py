@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
+from depthprune.jsonio import canonical
 from depthprune.rehearsal import MANIFEST, environment, read_manifest
 
 _BENCH = Path(__file__).resolve().parents[3] / "bench" / "test_rehearsal.py"
@@ -52,14 +53,13 @@ def builder_fingerprint() -> str:
         + sorted((TINY_ASSETS / "tasks" / "data").rglob("*.jsonl"))
     for path in files:
         digest.update(path.name.encode() + hashlib.sha256(path.read_bytes()).digest())
-    digest.update(json.dumps(package_versions(("transformers", "tokenizers", "datasets", "lm_eval", "torch")),
-                             sort_keys=True).encode())
+    digest.update(canonical(package_versions(("transformers", "tokenizers", "datasets", "lm_eval", "torch"))).encode())
     return digest.hexdigest()[:16]
 
 
 def build(out: Path, layout: Layout, models: list[str] | None) -> dict:
     """Stand-in models and datasets under ``out``, and the manifest that says how to use them."""
-    from depthprune.env import write_json_atomic
+    from depthprune.jsonio import write_json_atomic
     from depthprune.rehearsal.datasets import build_data, training_texts
     from depthprune.rehearsal.stand_ins import build_models
 

@@ -47,6 +47,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from depthprune.jsonio import read_json, read_jsonl, write_json
 from depthprune.models import TINY_ASSETS
 
 _TINY_DATA = TINY_ASSETS / "data"
@@ -85,7 +86,7 @@ def _features(kind: str):
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return read_jsonl(path)
 
 
 def cache_dir_for(datasets_cache: Path, repo: str, name: str | None) -> Path:
@@ -147,7 +148,8 @@ def write_json_gz(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
         for row in rows:
-            gz.write((json.dumps(row, ensure_ascii=False) + "\n").encode())
+            gz.write((json.dumps(row, ensure_ascii=False) + "\n").encode())  # GzipFile writes the file's name in
+            # the header (jsonio's .gz does not): these bytes stay as they were
 
 
 def training_texts() -> list[str]:
@@ -258,12 +260,12 @@ def build_data(out: Path) -> dict[str, Any]:
                              "load": {"path": src.path, "name": src.name, "split": src.split}}
 
     # Commonsense-170k: the JSON list, behind DEPTHPRUNE_DATA_COMMONSENSE170K (the URL cannot be served offline)
-    records = json.loads((_TINY_DATA / "commonsense" / "train.json").read_text(encoding="utf-8"))
+    records = read_json(_TINY_DATA / "commonsense" / "train.json")
     for r in records:
         if set(r) != {"instruction", "input", "output", "answer"}:
             raise ValueError(f"commonsense fixture record with fields {sorted(r)}")
     cs = files / "commonsense_170k.json"
-    cs.write_text(json.dumps(records, ensure_ascii=False, indent=4) + "\n", encoding="utf-8")
+    write_json(cs, records, indent=4, sort_keys=False, ensure_ascii=False)
     manifest["commonsense170k"] = {"file": str(cs), "records": len(records), "env": "DEPTHPRUNE_DATA_COMMONSENSE170K"}
 
     # lm-eval's stock tasks: the datasets their own YAMLs name

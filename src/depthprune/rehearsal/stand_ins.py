@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from depthprune.jsonio import write_json
 from depthprune.models import PAPER_MODELS, STAND_IN_MARKER
 
 Layout = Literal["hf-cache", "models-dir"]
@@ -212,7 +213,7 @@ def tokenizer_config(spec: TokenizerSpec, tok_json: dict[str, Any]) -> dict[str,
 
 
 def _write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    write_json(path, data, sort_keys=False)
 
 
 def write_checkpoint(spec: StandInSpec, out: Path, vocab: dict[str, int], merges: list[str]) -> dict[str, Any]:

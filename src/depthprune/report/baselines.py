@@ -8,13 +8,13 @@ build``), with their intervals; this module only shows them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tabulate import tabulate
 
+from depthprune.jsonio import read_json
 from depthprune.models import REAL_ASSETS
 from depthprune.report.cells import table
 
@@ -28,7 +28,7 @@ def _cell(b: Mapping[str, Any]) -> str:
 def render_baselines(path: Path = BASELINES) -> list[str]:
     if not path.is_file():
         return []
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = read_json(path)
     tasks = sorted(data["tasks"])
     readers = sorted({r for t in tasks for r in data["tasks"][t]})
     rows = [[r, *(_cell(data["tasks"][t][r]) if r in data["tasks"][t] else "–" for t in tasks)] for r in readers]
@@ -60,7 +60,7 @@ def render_task_baselines(path: Path | None = None) -> tuple[list[str], list[str
     path = FROZEN if path is None else path
     if not path.is_file():
         return [], []
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = read_json(path)
     tasks = data["tasks"]
     order = sorted(tasks, key=lambda t: (tasks[t]["profile"], t))
     rows, leaking = [], []

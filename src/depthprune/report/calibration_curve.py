@@ -9,12 +9,13 @@ sample changes (three disjoint samples per size), and whether a small sample fin
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from tabulate import tabulate
+
+from depthprune.jsonio import read_json
 
 PREFIX = "calibration-curve-"
 
@@ -24,7 +25,7 @@ def find_curves(dirs: Iterable[str | Path]) -> list[dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for d in dirs:
         for path in sorted(Path(d).rglob(f"{PREFIX}*.json")):
-            curve = json.loads(path.read_text(encoding="utf-8"))
+            curve = read_json(path)
             found[curve["config"]["model"]] = curve
     return [found[m] for m in sorted(found)]
 

@@ -5,7 +5,6 @@ section is one readable function and the report's order is the list :data:`depth
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import Counter
@@ -16,6 +15,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from depthprune.jsonio import read_json
 from depthprune.report import analysis as A
 from depthprune.report import claims
 from depthprune.report import firmness as F
@@ -67,7 +67,7 @@ def _model_card(model: str) -> dict[str, Any]:
         return {}
     for card in (Path(spec.source) / "card.json", REAL_ASSETS / "models" / model / "card.json"):
         if card.is_file():
-            return json.loads(card.read_text())
+            return read_json(card)
     return {}
 
 
@@ -133,7 +133,7 @@ def _frozen_chances() -> dict[str, float]:
     out: dict[str, float] = {}
     for path, readers_of in ((BASELINES, lambda entry: entry), (TASK_BASELINES, lambda entry: entry["readers"])):
         if path.is_file():
-            for name, entry in json.loads(path.read_text(encoding="utf-8"))["tasks"].items():
+            for name, entry in read_json(path)["tasks"].items():
                 out.setdefault(name, round(task_chance(readers_of(entry)), 3))
     return out
 

@@ -11,11 +11,11 @@ objective and searcher buy the most speed per accuracy point lost.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from depthprune.jsonio import read_json
 from depthprune.report.cells import table
 from depthprune.report.claims.cost import WORKLOADS
 from depthprune.report.claims.helpers import median
@@ -30,7 +30,7 @@ def read_speed(dirs: Iterable[str | Path]) -> dict[tuple[str, str, tuple[int, ..
     out: dict[tuple[str, str, tuple[int, ...]], dict[str, Any]] = {}
     for d in dirs:
         for path in sorted(Path(d).glob("speed-*.json")):
-            data = json.loads(path.read_text())
+            data = read_json(path)
             if data.get("schema") != SPEED_SCHEMA:
                 continue  # a single run's record (depthprune speed --json), not a grid's archive
             for row in data["sets"]:

@@ -11,13 +11,13 @@ the shipped cost table's, which are the same on every machine.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from torch import nn
 
+from depthprune.jsonio import JSONFileError, append_jsonl, parse_json, write_jsonl
 from depthprune.speed import costs
 from depthprune.speed.compare import rebuild, time_pair
 from depthprune.speed.timing import Workload
@@ -100,29 +100,24 @@ class Journal:
         """The rows measured so far (none if there is no journal yet; it is then started)."""
         if not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(json.dumps({"settings": self.settings}, sort_keys=True) + "\n")
+            write_jsonl(self.path, [{"settings": self.settings}], sort_keys=True)
             return {}
         lines = self.path.read_text().splitlines()
-        head = json.loads(lines[0]) if lines else {}
+        head = parse_json(lines[0], self.path, 1) if lines else {}
         if head.get("settings") != self.settings:
             raise ValueError(f"{self.path}: a stopped run of other settings ({head.get('settings')}); "
                              f"delete it to start over, or rerun with its settings")
         out = {}
-        for line in lines[1:]:
+        for n, line in enumerate(lines[1:], 2):
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError:  # the line a kill cut short
+                row = parse_json(line, self.path, n)
+            except JSONFileError:  # the line a kill cut short
                 continue
             out[(str(row["model"]), tuple(row["removed"]))] = row
         return out
 
     def append(self, row: dict[str, Any]) -> None:
-        import os
-
-        with self.path.open("a") as f:
-            f.write(json.dumps(row, sort_keys=True) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        append_jsonl(self.path, row, sort_keys=True, sync=True)
 
     def close(self) -> None:
         """The run is whole and its archive written: the journal goes."""

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from depthprune.jsonio import read_json
 from depthprune.masking import keep_only, restore
 from depthprune.speed.timing import Workload, run, spread, token_ids
 
@@ -100,10 +101,8 @@ def table_path(model_id: str) -> Path:
 
 def load_table(model_id: str) -> dict[str, Any] | None:
     """The shipped cost table of ``model_id``, or None where none is shipped."""
-    import json
-
     path = table_path(model_id)
-    return json.loads(path.read_text()) if path.is_file() else None
+    return read_json(path) if path.is_file() else None
 
 
 def _time_probes(model: nn.Module, work: Workload, ids: torch.Tensor, kept_sets: list[tuple[int, ...]],

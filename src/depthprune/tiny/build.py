@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from depthprune.jsonio import read_json, read_jsonl, write_json, write_jsonl
+
 PKG_DIR = Path(__file__).resolve().parents[1]          # src/depthprune
 ASSETS = PKG_DIR / "assets" / "tiny"
 MODELS_DIR = ASSETS / "models"
@@ -48,10 +50,10 @@ def default_work_dir() -> Path:
 
 def _record(stage: str, seconds: float, extra: dict | None = None):
     path = ASSETS / "build.json"
-    data = json.loads(path.read_text()) if path.exists() else {}
+    data = read_json(path) if path.exists() else {}
     data.setdefault("stages", {})[stage] = {"wall_s": round(seconds, 1), **(extra or {})}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n")
+    write_json(path, data, sort_keys=False)
 
 
 def stage_corpus(args) -> None:
@@ -64,15 +66,12 @@ def stage_corpus(args) -> None:
     for mix, n in N_DOCS.items():
         name = "base" if mix == "val" else mix
         docs = documents(world, n, seed=(1000 if mix == "val" else 0), mix=name)
-        with open(work / f"corpus-{mix}.jsonl", "w", encoding="utf-8") as f:
-            for d in docs:
-                f.write(json.dumps({"text": d}, ensure_ascii=False) + "\n")
+        write_jsonl(work / f"corpus-{mix}.jsonl", ({"text": d} for d in docs), ensure_ascii=False)
         print(f"corpus {mix}: {n} docs -> {work / f'corpus-{mix}.jsonl'}")
 
 
 def _read_corpus(work: Path, mix: str) -> list[str]:
-    with open(work / f"corpus-{mix}.jsonl", encoding="utf-8") as f:
-        return [json.loads(line)["text"] for line in f]
+    return [row["text"] for row in read_jsonl(work / f"corpus-{mix}.jsonl")]
 
 
 def stage_tokenizer(args) -> None:
@@ -88,10 +87,10 @@ def stage_tokenizer(args) -> None:
 def _fix_tokenizer_config(d: Path) -> None:
     # the generic fast-tokenizer class name loads with transformers 4.x and 5.x alike
     p = d / "tokenizer_config.json"
-    cfg = json.loads(p.read_text())
+    cfg = read_json(p)
     cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
     cfg.pop("backend", None)
-    p.write_text(json.dumps(cfg, indent=2) + "\n")
+    write_json(p, cfg, sort_keys=False)
 
 
 def stage_fixtures(args) -> None:
@@ -119,8 +118,7 @@ def _tokens(work: Path, mix: str, tok) -> list[np.ndarray]:
 def c4_validation_rows(tok, seq_len: int = 256, max_rows: int = 64) -> np.ndarray:
     from .train import encode_docs, pack
 
-    with open(ASSETS / "data" / "c4" / "validation.jsonl", encoding="utf-8") as f:
-        texts = [json.loads(line)["text"] for line in f]
+    texts = [row["text"] for row in read_jsonl(ASSETS / "data" / "c4" / "validation.jsonl")]
     return pack(encode_docs(tok, texts), seq_len)[:max_rows]
 
 

@@ -29,10 +29,11 @@ Results are stored under ``"evaluation"`` in the model's card.json (and README).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
+
+from depthprune.jsonio import read_json
 
 CHANCE = {"hellaswag": 0.25, "winogrande": 0.5, "arc_easy": 0.25, "arc_challenge": 0.25, "piqa": 0.5, "boolq": 0.5}
 
@@ -180,7 +181,7 @@ def check_model(model: str | Path, threads: int = 1, limit: int | None = None, s
     session.close()
     if write:
         model_dir = Path(session.spec.source)
-        card = json.loads((model_dir / "card.json").read_text())
+        card = read_json(model_dir / "card.json")
         card["evaluation"] = res
         write_card(model_dir, card)
     return res

@@ -25,11 +25,11 @@ a pure function of the world seed.
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any
 
+from depthprune import jsonio
 from depthprune.task_files import METRICS_ACC, METRICS_ACC_NORM, lambada_task, loader_module
 
 from . import corpus as C
@@ -167,12 +167,9 @@ UTILS_PY = loader_module(
 
 def write_jsonl(path: Path, rows) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
-    n = 0
-    with open(path, "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-            n += 1
-    return n
+    rows = list(rows)
+    jsonio.write_jsonl(path, rows, ensure_ascii=False)
+    return len(rows)
 
 
 def _unique(gen, n: int, key) -> list[dict]:
@@ -212,7 +209,7 @@ def task_items(world: World, kind: str, split: str, n: int, seed: str) -> list[d
         for i, d in enumerate(items):
             d["id"] = f"tiny-ARC-{tag}-{split}-{i:04d}"
         return items
-    return _unique(lambda: I.any_item(kind, world, rng, split), n, lambda d: json.dumps(d, sort_keys=True))
+    return _unique(lambda: I.any_item(kind, world, rng, split), n, jsonio.canonical)
 
 
 def build_tasks(world: World, tasks_dir: Path) -> dict:
@@ -254,7 +251,7 @@ def build_data(world: World, data_dir: Path) -> dict:
     recs = _unique(lambda: I.commonsense(world, rng, "train"), N_COMMONSENSE, lambda d: d["instruction"])
     p = data_dir / "commonsense" / "train.json"
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(recs, ensure_ascii=False, indent=1) + "\n")
+    jsonio.write_json(p, recs, indent=1, sort_keys=False, ensure_ascii=False)
     counts["commonsense/train"] = len(recs)
     return counts
 

@@ -21,7 +21,6 @@ final validation loss.
 
 from __future__ import annotations
 
-import json
 import math
 import platform
 import time
@@ -29,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from depthprune.jsonio import write_json
 
 MODEL_NAMES = ["tiny-llama3", "tiny-llama3.1", "tiny-qwen3"]
 
@@ -240,7 +241,7 @@ def save_model(model, spec: RunSpec, out_dir: Path, tokenizer_dir: Path):
 
 
 def write_card(out_dir: Path, card: dict):
-    (out_dir / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+    write_json(out_dir / "card.json", card, sort_keys=False)
     t = card["training"]
     vl = card["validation_loss"]
     lines = [

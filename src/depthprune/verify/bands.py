@@ -33,13 +33,13 @@ the cell is NOT VERIFIED, never passed.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from depthprune.jsonio import read_json
 from depthprune.precision import bf16_class
 
 BANDS_FILE = Path(__file__).with_name("bands.json")
@@ -96,7 +96,7 @@ def load_table(path: str | Path = BANDS_FILE) -> dict[str, Any]:
     path = Path(path)
     if not path.exists():
         return {"rule": RULE, "bands": []}
-    table = json.loads(path.read_text())
+    table = read_json(path)
     if table.get("rule") != RULE:  # a table of another rule is not this rule's measurement
         return {"rule": RULE, "bands": []}
     if table.get("evaluation_rule") != EVAL_RULE:  # evaluation bands of another rule are not this rule's

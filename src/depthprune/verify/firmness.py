@@ -18,13 +18,13 @@ model. REPORT's use of all this is :mod:`depthprune.report.firmness`.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from depthprune.jsonio import read_json
 from depthprune.search import SEARCHERS
 from depthprune.verify.bands import load_table, lookup, numeric_class
 from depthprune.verify.replay import FAILED, PARTIAL, Decision, replay
@@ -150,7 +150,7 @@ def read_rivals(paths: Iterable[str | Path]) -> dict[tuple[str, str], dict[str, 
     for p in paths:
         p = Path(p)
         if p.exists():
-            data = json.loads(p.read_text())
+            data = read_json(p)
             if data.get("schema") != RIVALS_SCHEMA:
                 raise ValueError(f"{p}: schema {data.get('schema')!r}, expected {RIVALS_SCHEMA!r}")
             for x in data["rivals"]:

@@ -36,6 +36,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from depthprune.jsonio import canonical
 from depthprune.verify import evaluation as ev
 from depthprune.verify.bands import Band, Difference, lookup, numeric_class, pair_key
 from depthprune.verify.replay import FAILED as REPLAY_FAILED
@@ -110,7 +111,7 @@ class CellCheck:
 
 
 def _condition(result: dict[str, Any]) -> tuple[str, str, str]:
-    return result["model"], result["identity"]["objective"], json.dumps(result["objective_params"], sort_keys=True)
+    return result["model"], result["identity"]["objective"], canonical(result["objective_params"])
 
 
 def _always_checked(result: dict[str, Any], rep: Replay) -> list[frozenset[int]]:
@@ -298,7 +299,7 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
             evaluated: dict[tuple[str, str], ev.Measured] = {}
 
             def measured_for(r: dict[str, Any]) -> ev.Measured:
-                k = (json.dumps(sorted(r["removed"])), json.dumps(r["evaluation_protocol"]["config"], sort_keys=True))
+                k = (canonical(sorted(r["removed"])), canonical(r["evaluation_protocol"]["config"]))
                 if k not in evaluated:
                     items, windows = ev.sample(r, seed)
                     evaluated[k] = ev.measure_here(session, r, items, windows)
