@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import lzma
 import os
@@ -96,14 +97,15 @@ def test_result_errors_are_json_file_errors(tmp_path: Path) -> None:
     assert isinstance(err.value, JSONFileError) and str(err.value) == f"{path}: empty, expected a JSON object"
 
 
-@pytest.mark.parametrize("name", ["rows.jsonl", "rows.jsonl.xz"])
+@pytest.mark.parametrize("name", ["rows.jsonl", "rows.jsonl.xz", "rows.jsonl.gz"])
 def test_jsonl_round_trip(tmp_path: Path, name: str) -> None:
     rows = [{"b": 1, "a": "é"}, [1, 2], "x"]
     path = tmp_path / name
     jsonio.write_jsonl(path, rows, sort_keys=True, atomic=True)
     assert jsonio.read_jsonl(path) == rows
     text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows).encode()
-    assert path.read_bytes() == (lzma.compress(text, preset=9) if name.endswith(".xz") else text)
+    compress = {"xz": lambda b: lzma.compress(b, preset=9), "gz": lambda b: gzip.compress(b, mtime=0)}
+    assert path.read_bytes() == compress.get(name.rsplit(".", 1)[1], lambda b: b)(text)  # the bytes archives have
 
 
 def test_jsonl_append_and_blank_lines(tmp_path: Path) -> None:

@@ -30,8 +30,6 @@ from typing import Any
 __all__ = ["JSONFileError", "append_jsonl", "canonical", "dumps", "parse_json", "read_json", "read_jsonl",
            "write_json", "write_json_atomic", "write_jsonl"]
 
-PathLike = str | os.PathLike[str]
-
 
 class JSONFileError(ValueError):
     """A JSON or JSON-lines file is broken: the message is ``<path>[:line]: <what is wrong>``.
@@ -40,7 +38,7 @@ class JSONFileError(ValueError):
     it as their own kind of error.
     """
 
-    def __init__(self, path: PathLike, problem: str, line: int | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], problem: str, line: int | None = None) -> None:
         self.path, self.problem, self.line = Path(path), problem, line
         super().__init__(f"{path}{'' if line is None else f':{line}'}: {problem}")
 
@@ -58,7 +56,7 @@ def _cut_short(text: str, err: json.JSONDecodeError) -> bool:
             and _CUT_TOKEN.fullmatch(tail) is not None)
 
 
-def parse_json(text: str, path: PathLike, line: int | None = None, expected: str = "JSON") -> Any:
+def parse_json(text: str, path: str | os.PathLike[str], line: int | None = None, expected: str = "JSON") -> Any:
     """``text`` (a file's, or line ``line`` of a JSON-lines file) as JSON; a :class:`JSONFileError` naming
     ``path`` (and ``line``) that says whether it is empty, cut short or not JSON at all (``expected``: what
     the message says the file should hold)."""
@@ -98,14 +96,14 @@ def _read_text(path: Path) -> str:
         raise JSONFileError(path, f"not UTF-8 text ({err.reason} at byte {err.start}), expected JSON") from None
 
 
-def read_json(path: PathLike, expected: str = "JSON") -> Any:
+def read_json(path: str | os.PathLike[str], expected: str = "JSON") -> Any:
     """The JSON in ``path``; a :class:`JSONFileError` naming it when it is not UTF-8 or not (complete) JSON.
     A missing or unreadable file raises its OSError, as ``open`` does."""
     path = Path(path)
     return parse_json(_read_text(path), path, expected=expected)
 
 
-def read_jsonl(path: PathLike) -> list[Any]:
+def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
     """One JSON value per non-blank line of ``path`` (``.xz``/``.gz``: decompressed first); a bad line
     raises a :class:`JSONFileError` naming the file and the line."""
     path = Path(path)
@@ -140,7 +138,7 @@ def _replace_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-def write_json_atomic(path: PathLike, obj: Any, *, indent: int | None = 2, sort_keys: bool = True,
+def write_json_atomic(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2, sort_keys: bool = True,
                       ensure_ascii: bool = True, default: Callable[[Any], Any] | None = str) -> None:
     """Write ``obj`` as JSON (formatted as :func:`dumps`) so that a reader never sees a half-written file:
     the text is serialised first (an unserialisable ``obj`` leaves the old file as it was), written to a
@@ -149,7 +147,7 @@ def write_json_atomic(path: PathLike, obj: Any, *, indent: int | None = 2, sort_
     _replace_atomically(Path(path), text.encode("utf-8"))
 
 
-def write_json(path: PathLike, obj: Any, *, indent: int | None = 2, sort_keys: bool = True,
+def write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2, sort_keys: bool = True,
                ensure_ascii: bool = True, default: Callable[[Any], Any] | None = str) -> None:
     """Write ``obj`` as JSON (formatted as :func:`dumps`) in place, for files a half write cannot harm (built
     assets, a summary); :func:`write_json_atomic` for files another process may read or a run resumes from."""
@@ -161,7 +159,7 @@ def _lines(rows: Iterable[Any], sort_keys: bool, ensure_ascii: bool) -> str:
     return "".join(json.dumps(row, sort_keys=sort_keys, ensure_ascii=ensure_ascii) + "\n" for row in rows)
 
 
-def write_jsonl(path: PathLike, rows: Iterable[Any], *, sort_keys: bool = False, ensure_ascii: bool = True,
+def write_jsonl(path: str | os.PathLike[str], rows: Iterable[Any], *, sort_keys: bool = False, ensure_ascii: bool = True,
                 atomic: bool = False) -> None:
     """One JSON line per row (compact, each ending in a newline). A ``.xz`` path is written xz-compressed
     (preset 9), a ``.gz`` one gzip-compressed (no timestamp, no file name): the bytes are a function of the
@@ -178,7 +176,7 @@ def write_jsonl(path: PathLike, rows: Iterable[Any], *, sort_keys: bool = False,
         path.write_bytes(data)
 
 
-def append_jsonl(path: PathLike, row: Any, *, sort_keys: bool = False, ensure_ascii: bool = True,
+def append_jsonl(path: str | os.PathLike[str], row: Any, *, sort_keys: bool = False, ensure_ascii: bool = True,
                  sync: bool = False) -> None:
     """Append ``row`` as one JSON line to ``path`` (made if missing); ``sync``: flushed to disk before it
     returns, so a kill loses at most the line being written (a reader drops a cut last line)."""
