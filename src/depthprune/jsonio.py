@@ -57,9 +57,9 @@ def _cut_short(text: str, err: json.JSONDecodeError) -> bool:
 
 
 def parse_json(text: str, path: str | os.PathLike[str], line: int | None = None, expected: str = "JSON") -> Any:
-    """``text`` (a file's, or line ``line`` of a JSON-lines file) as JSON; a :class:`JSONFileError` naming
-    ``path`` (and ``line``) that says whether it is empty, cut short or not JSON at all (``expected``: what
-    the message says the file should hold)."""
+    """``text`` (a file's, or line ``line`` of a JSON-lines file) as JSON; a
+    :class:`~depthprune.jsonio.JSONFileError` naming ``path`` (and ``line``) that says whether it is empty, cut
+    short or not JSON at all (``expected``: what the message says the file should hold)."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
@@ -97,15 +97,15 @@ def _read_text(path: Path) -> str:
 
 
 def read_json(path: str | os.PathLike[str], expected: str = "JSON") -> Any:
-    """The JSON in ``path``; a :class:`JSONFileError` naming it when it is not UTF-8 or not (complete) JSON.
-    A missing or unreadable file raises its OSError, as ``open`` does."""
+    """The JSON in ``path``; a :class:`~depthprune.jsonio.JSONFileError` naming it when it is not UTF-8 or not
+    (complete) JSON. A missing or unreadable file raises its OSError, as ``open`` does."""
     path = Path(path)
     return parse_json(_read_text(path), path, expected=expected)
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
     """One JSON value per non-blank line of ``path`` (``.xz``/``.gz``: decompressed first); a bad line
-    raises a :class:`JSONFileError` naming the file and the line."""
+    raises a :class:`~depthprune.jsonio.JSONFileError` naming the file and the line."""
     path = Path(path)
     return [parse_json(text, path, n) for n, text in enumerate(_read_text(path).splitlines(), 1) if text.strip()]
 
@@ -140,17 +140,18 @@ def _replace_atomically(path: Path, data: bytes) -> None:
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2, sort_keys: bool = True,
                       ensure_ascii: bool = True, default: Callable[[Any], Any] | None = str) -> None:
-    """Write ``obj`` as JSON (formatted as :func:`dumps`) so that a reader never sees a half-written file:
-    the text is serialised first (an unserialisable ``obj`` leaves the old file as it was), written to a
-    temporary file and renamed over ``path`` (rename is atomic). Missing parent folders are made."""
+    """Write ``obj`` as JSON (formatted as :func:`~depthprune.jsonio.dumps`) so that a reader never sees a
+    half-written file: the text is serialised first (an unserialisable ``obj`` leaves the old file as it was),
+    written to a temporary file and renamed over ``path`` (rename is atomic). Missing parent folders are made."""
     text = dumps(obj, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, default=default)
     _replace_atomically(Path(path), text.encode("utf-8"))
 
 
 def write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2, sort_keys: bool = True,
                ensure_ascii: bool = True, default: Callable[[Any], Any] | None = str) -> None:
-    """Write ``obj`` as JSON (formatted as :func:`dumps`) in place, for files a half write cannot harm (built
-    assets, a summary); :func:`write_json_atomic` for files another process may read or a run resumes from."""
+    """Write ``obj`` as JSON (formatted as :func:`~depthprune.jsonio.dumps`) in place, for files a half write
+    cannot harm (built assets, a summary); :func:`~depthprune.jsonio.write_json_atomic` for files another
+    process may read or a run resumes from."""
     Path(path).write_text(dumps(obj, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii,
                                 default=default), encoding="utf-8")
 
@@ -159,11 +160,11 @@ def _lines(rows: Iterable[Any], sort_keys: bool, ensure_ascii: bool) -> str:
     return "".join(json.dumps(row, sort_keys=sort_keys, ensure_ascii=ensure_ascii) + "\n" for row in rows)
 
 
-def write_jsonl(path: str | os.PathLike[str], rows: Iterable[Any], *, sort_keys: bool = False, ensure_ascii: bool = True,
-                atomic: bool = False) -> None:
+def write_jsonl(path: str | os.PathLike[str], rows: Iterable[Any], *, sort_keys: bool = False,
+                ensure_ascii: bool = True, atomic: bool = False) -> None:
     """One JSON line per row (compact, each ending in a newline). A ``.xz`` path is written xz-compressed
     (preset 9), a ``.gz`` one gzip-compressed (no timestamp, no file name): the bytes are a function of the
-    rows. ``atomic``: as :func:`write_json_atomic`."""
+    rows. ``atomic``: as :func:`~depthprune.jsonio.write_json_atomic`."""
     path = Path(path)
     data = _lines(rows, sort_keys, ensure_ascii).encode("utf-8")
     if path.suffix == ".xz":

@@ -25,8 +25,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from depthprune.jsonio import read_json
-
 MANIFEST = "rehearsal.json"
 
 
@@ -41,6 +39,8 @@ def environment(out: str | Path) -> dict[str, str]:
 
 
 def read_manifest(out: str | Path) -> dict[str, Any]:
+    from depthprune.jsonio import read_json  # here, not above: the package's API pages list what it imports
+
     path = Path(out) / MANIFEST
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no rehearsal built there (depthprune rehearsal build --out {out})")
