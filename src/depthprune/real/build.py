@@ -73,7 +73,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from depthprune.models import REAL_ASSETS
+from depthprune.model_registry import REAL_ASSETS
 from depthprune.task_files import lambada_task, loader_module, multiple_choice_task
 
 DATA = REAL_ASSETS / "data"

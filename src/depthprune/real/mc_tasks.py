@@ -106,7 +106,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from depthprune.models import REAL_ASSETS
+from depthprune.model_registry import REAL_ASSETS
 from depthprune.real import baselines as bl
 from depthprune.real import wordnet as wnr
 from depthprune.task_files import loader_module, multiple_choice_task

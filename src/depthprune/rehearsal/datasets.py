@@ -47,7 +47,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from depthprune.models import TINY_ASSETS
+from depthprune.model_registry import TINY_ASSETS
 
 _TINY_DATA = TINY_ASSETS / "data"
 _TINY_TASKS = TINY_ASSETS / "tasks" / "data"
