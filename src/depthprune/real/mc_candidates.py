@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from depthprune.real import baselines as bl
 from depthprune.real import wordnet as wnr
 
-MIN_CORPUS, MIN_SEMCOR = 5, 1
+MIN_CORPUS = 5  # corpus occurrences that make a word familiar
+MIN_SEMCOR = 1  # or SemCor tags of the word in that part of speech
 #: WordNet's lexicographer files of concrete nouns (wninput(5WN)): animal, artifact, body, food, object,
 #: person, plant, substance; food and substance nouns are mostly mass nouns, written without an article
 CONCRETE = {5: "animal", 6: "artifact", 8: "body", 13: "food", 17: "object", 18: "person", 20: "plant",
