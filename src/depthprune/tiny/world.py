@@ -69,7 +69,11 @@ from .knowledge import (
 )
 
 # the tables are re-exported: callers that read them from here keep working
-__all__ = ["CLASSES", "CLASS_ESCAPE", "CLASS_NAMES", "COLOURS", "COMPARISONS", "CONTAINER_SIZE", "DIETS", "FOODS", "ITEM_SIZE", "JOBS", "JOB_NAMES", "MATERIALS", "MATERIAL_ADJ", "MATERIAL_NAMES", "NUMBER_WORDS", "OBJECTS", "PET_KINDS", "PRODUCTS", "PROPERTY_TEXT", "Person", "REGIONS", "REGION_TEXT", "SCRIPTS", "SCRIPT_JOB", "SIZES", "SOCIAL", "Species", "TOOLS", "TOOL_NAMES", "TOWN_SIZES", "TRAIT_QUESTION", "Town", "UNIQUE_TRAITS", "World"]
+__all__ = ["CLASSES", "CLASS_ESCAPE", "CLASS_NAMES", "COLOURS", "COMPARISONS", "CONTAINER_SIZE", "DIETS", "FOODS",
+           "ITEM_SIZE", "JOBS", "JOB_NAMES", "MATERIALS", "MATERIAL_ADJ", "MATERIAL_NAMES", "NUMBER_WORDS", "OBJECTS",
+           "PET_KINDS", "PRODUCTS", "PROPERTY_TEXT", "Person", "REGIONS", "REGION_TEXT", "SCRIPTS", "SCRIPT_JOB",
+           "SIZES", "SOCIAL", "Species", "TOOLS", "TOOL_NAMES", "TOWN_SIZES", "TRAIT_QUESTION", "Town",
+           "UNIQUE_TRAITS", "World"]
 
 # ---------------------------------------------------------------------------
 # Name generation (invented names, so nothing is copied and held-out entities
