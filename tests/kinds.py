@@ -50,6 +50,7 @@ KINDS: dict[str, str] = {
     "tests/test_lm_eval_templates.py": "unit",
     "tests/test_masking.py": "unit",
     "tests/test_models.py": "unit",
+    "tests/test_module_size.py": "unit",
     "tests/test_objectives.py": "unit",
     "tests/test_params.py": "unit",
     "tests/test_plan.py": "unit",

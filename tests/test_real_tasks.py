@@ -59,7 +59,7 @@ def test_options_and_gold_positions(task):
             options = it["options"]
             assert len(options) == mc_tasks.K and 0 <= it["label"] < mc_tasks.K
             assert len({o.lower() for o in options}) == mc_tasks.K, it
-            assert all(mc_tasks._ONE_WORD.fullmatch(o) for o in options)
+            assert all(mc_tasks.ONE_WORD.fullmatch(o) for o in options)
             assert "\n" not in it["ctx"] and it["ctx"] == it["ctx"].strip()
             # no option shares a root with a word of the context
             assert not any(bl.related(o, w) for o in options for w in bl.words(it["ctx"])), it

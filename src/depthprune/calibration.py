@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from depthprune.models import DecoderLayers, find_decoder_layers, find_final_norm
+from depthprune.decoder_layers import DecoderLayers, find_decoder_layers, find_final_norm
 from depthprune.objectives.base import Batch, Objective, OutputHead
 
 

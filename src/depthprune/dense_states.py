@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator
 
 import torch
 
+from depthprune.decoder_layers import find_decoder_layers
 from depthprune.masking import hidden_of, skip_layers
-from depthprune.models import find_decoder_layers
 
 #: Ours: the dense states one model may keep (per process). A tiny model's whole evaluation fits
 #: at every boundary it is asked for; an 8B model keeps what fits and recomputes the rest.

@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from depthprune.data import eval_windows, load_texts
+from depthprune.decoder_layers import find_decoder_layers
 from depthprune.env import code_fingerprint, library_versions, package_versions
 from depthprune.jsonio import JSONFileError, canonical, read_json, write_json_atomic
 from depthprune.masking import skip_layers
-from depthprune.models import find_decoder_layers
 
 if TYPE_CHECKING:  # pragma: no cover
     from depthprune.profiles import Profile

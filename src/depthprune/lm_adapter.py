@@ -50,8 +50,8 @@ import torch
 from lm_eval.models.huggingface import HFLM
 from tqdm import tqdm
 
+from depthprune.decoder_layers import find_decoder_layers
 from depthprune.dense_states import DenseStates, dense_states, forward_from_dense
-from depthprune.models import find_decoder_layers
 from depthprune.objectives.base import OutputHead
 
 #: lm-eval's request triple after tokenisation: ((context, continuation) | None, context_enc, continuation_enc)

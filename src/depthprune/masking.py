@@ -19,7 +19,7 @@ from typing import Any
 
 from torch import nn
 
-from depthprune.models import DecoderLayers, find_decoder_layers
+from depthprune.decoder_layers import DecoderLayers, find_decoder_layers
 
 # Config attributes that hold one entry per decoder layer.
 PER_LAYER_CONFIG_KEYS = ("layer_types", "no_rope_layers")

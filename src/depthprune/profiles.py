@@ -32,7 +32,7 @@ from typing import Any
 
 from depthprune.data import TextSource
 from depthprune.evaluate import HEADLINE_METRIC, ZERO_SHOT_TASKS, EvalConfig
-from depthprune.models import REAL_ASSETS, TINY_ASSETS
+from depthprune.model_registry import REAL_ASSETS, TINY_ASSETS
 
 
 @dataclass(frozen=True, eq=False)

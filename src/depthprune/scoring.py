@@ -18,6 +18,9 @@ the ``score`` callable that searchers receive. It
   that resuming equals a full forward for this model (or turns the cache off);
 * counts evaluations, layer-forwards (one block over the whole calibration set = 1)
   and seconds, and reports them in :class:`ScorerStats`.
+
+The cache's policy is :mod:`depthprune.state_cache`, and the cost of a request log as if it
+had run alone is :mod:`depthprune.request_cost` (:func:`replay_cost`); both are re-exported here.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ import math
 import os
 import time
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 
@@ -37,13 +39,11 @@ from depthprune.calibration import CalibrationData
 from depthprune.gates import energy_passes, quadratic_energy
 from depthprune.masking import check_removed, hidden_of, keep_only, restore
 from depthprune.objectives.base import Batch, Objective
+from depthprune.request_cost import BLOCK_INFLUENCE, ENERGY, ReplayedCost, Request, replay_cost
+from depthprune.state_cache import Key, StateCache, boundary_key
 
-Key = tuple[int, frozenset[int]]
-
-
-def boundary_key(b: int, removed: Iterable[int]) -> Key:
-    """The cache key of the state entering block ``b`` under removal set ``removed``."""
-    return b, frozenset(i for i in removed if i < b)
+__all__ = ["BLOCK_INFLUENCE", "ENERGY", "Key", "ReplayedCost", "Request", "Scorer", "ScorerStats", "StateCache",
+           "boundary_key", "replay_cost", "token_weights"]
 
 
 @dataclass
@@ -60,75 +60,6 @@ class ScorerStats:
         return asdict(self)
 
 
-@dataclass
-class _Entry:
-    states: list[torch.Tensor]
-    owner: frozenset[int]
-    nbytes: int
-
-
-class StateCache:
-    """Boundary states under a byte budget; see the module docstring for the policy."""
-
-    def __init__(self, max_bytes: int, keep_best: int) -> None:
-        self.max_bytes = max_bytes
-        self.keep_best = keep_best
-        self.entries: OrderedDict[Key, _Entry] = OrderedDict()  # LRU order: oldest first
-        self.owned: dict[frozenset[int], list[Key]] = {}
-        self.ranking: dict[int, list[tuple[float, tuple[int, ...]]]] = {}
-        self.bytes = 0
-        self.peak = 0
-
-    def deepest(self, removed: frozenset[int], n_layers: int) -> tuple[int, _Entry | None]:
-        for b in range(n_layers, 0, -1):
-            entry = self.entries.get(boundary_key(b, removed))
-            if entry is not None:
-                self.entries.move_to_end(boundary_key(b, removed))
-                return b, entry
-        return 0, None
-
-    def _drop(self, key: Key) -> None:
-        entry = self.entries.pop(key, None)
-        if entry is not None:
-            self.bytes -= entry.nbytes
-
-    def _drop_owner(self, owner: frozenset[int]) -> None:
-        for key in self.owned.pop(owner, []):
-            entry = self.entries.get(key)
-            if entry is not None and entry.owner == owner:
-                self._drop(key)
-
-    def offer(self, owner: frozenset[int], loss: float, states: dict[Key, list[torch.Tensor]]) -> None:
-        """Keep ``states`` (computed while scoring ``owner``) if ``owner`` ranks high enough."""
-        if owner:
-            ranked = self.ranking.setdefault(len(owner), [])
-            me = (loss if not math.isnan(loss) else math.inf, tuple(sorted(owner)))
-            ranked.append(me)
-            ranked.sort()
-            while len(ranked) > self.keep_best:
-                _, loser = ranked.pop()
-                self._drop_owner(frozenset(loser))
-            if me not in ranked:
-                return
-        keys = self.owned.setdefault(owner, [])
-        for key, tensors in states.items():
-            if key in self.entries:
-                continue
-            nbytes = sum(t.numel() * t.element_size() for t in tensors)
-            self.entries[key] = _Entry(tensors, owner, nbytes)
-            self.bytes += nbytes
-            keys.append(key)
-        while self.bytes > self.max_bytes and self.entries:
-            self._drop(next(iter(self.entries)))
-        self.peak = max(self.peak, self.bytes)
-
-    def clear(self) -> None:
-        self.entries.clear()
-        self.owned.clear()
-        self.ranking.clear()
-        self.bytes = 0
-
-
 def _default_cache_bytes(device: torch.device) -> int:
     if device.type == "cuda":
         free, _total = torch.cuda.mem_get_info(device)
@@ -138,11 +69,6 @@ def _default_cache_bytes(device: torch.device) -> int:
     except (ValueError, OSError, AttributeError):
         total = 8 << 30
     return int(total * 0.25)
-
-
-Request = frozenset[int] | str  # a removal set, ENERGY or BLOCK_INFLUENCE
-ENERGY = "energy"
-BLOCK_INFLUENCE = "block_influence"
 
 
 def token_weights(batch: Batch) -> torch.Tensor:
@@ -474,57 +400,3 @@ class Scorer:
             )
             self.prefix_cache = False
             self.cache.clear()
-
-
-# -- cost as if alone ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ReplayedCost:
-    """What a sequence of requests costs on a private scorer of its own."""
-
-    evaluations: int  # distinct removal sets requested (the dense set only if the searcher asked for it)
-    layer_forwards: int
-    layer_backwards: int
-
-
-def replay_cost(requests: Iterable[Request], losses: dict[frozenset[int], float], n_layers: int,
-                keep_best: int = 4, final_norm: bool = True, prefix_cache: bool = True) -> ReplayedCost:
-    """Count ``requests`` as a fresh, private :class:`Scorer` would run them.
-
-    The replay applies the scorer's own memo and prefix-cache policy (the same
-    :class:`StateCache`, holding no tensors) to the request sequence, so the count
-    depends only on that sequence and the losses (which rank the kept states), never on
-    what a shared memo or cache happened to hold, nor on this machine's memory: the byte
-    budget is taken as never binding. The dense pass that every scorer starts with is
-    included. ``prefix_cache=False`` counts every set from the embeddings, as a scorer
-    whose start-up self-check turned the cache off does.
-    """
-    cache = StateCache(max_bytes=1 << 62, keep_best=keep_best)
-    seen: set[frozenset[int]] = set()
-    requested = {frozenset(r) for r in requests if not isinstance(r, str)}
-    forwards = backwards = 0
-    energy_done = influence_done = False
-    for request in [frozenset(), *requests]:
-        if request == ENERGY:
-            if not energy_done:
-                f, b = energy_passes(n_layers)
-                forwards, backwards, energy_done = forwards + f, backwards + b, True
-            continue
-        if request == BLOCK_INFLUENCE:
-            if not influence_done:
-                forwards, influence_done = forwards + n_layers, True
-            continue
-        if isinstance(request, str):
-            raise ValueError(f"unknown request {request!r}: a removal set, {ENERGY!r} or {BLOCK_INFLUENCE!r}")
-        s = frozenset(request)
-        if s in seen:
-            continue
-        seen.add(s)
-        b, entry = cache.deepest(s, n_layers) if prefix_cache else (0, None)
-        kept = [k for k in range(b, n_layers) if k not in s]
-        if entry is not None and not kept and not final_norm:
-            kept = [k for k in range(n_layers) if k not in s]
-        forwards += len(kept)
-        cache.offer(s, losses.get(s, math.nan), {boundary_key(k + 1, s): [] for k in kept})
-    return ReplayedCost(len(requested), forwards, backwards)

@@ -68,7 +68,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from depthprune.evaluate import EvalConfig
-from depthprune.models import MODELS
+from depthprune.model_registry import MODELS
 from depthprune.profiles import Profile, get_profile
 
 MARKERS = ("gpu", "slow", "tiny")

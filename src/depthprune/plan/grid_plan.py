@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from depthprune.grid.cases import Cell, Grid
-from depthprune.models import MODELS
+from depthprune.model_registry import MODELS
 from depthprune.objectives.base import grad_chunk_rows
 from depthprune.plan.assumptions import EVAL_TASKS, WIKITEXT2_TEST_TOKENS, Assumptions, assumption_lines
 from depthprune.plan.bounds import NOT_SIMULATED, evaluation_bounds, forwards_bound

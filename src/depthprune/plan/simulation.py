@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from depthprune.scoring import ENERGY, Request, replay_cost
+from depthprune.request_cost import ENERGY, Request, replay_cost
 from depthprune.search import get_searcher
 
 Losses = Callable[[frozenset[int]], float]
@@ -105,7 +105,7 @@ class Simulated:
 
 def simulate(searcher: str, params: dict[str, Any], n_layers: int, budget: int, losses: Losses, seed: int = 0,
              use_prior: bool = True, protected: Sequence[int] = (), keep_best: int = 4) -> Simulated:
-    """Run ``searcher`` on ``losses`` and count its requests with :func:`~depthprune.scoring.replay_cost`.
+    """Run ``searcher`` on ``losses`` and count its requests with :func:`~depthprune.request_cost.replay_cost`.
 
     Mirrors :meth:`depthprune.recipe.Calibration.search`: the prior is given when ``use_prior``
     and charged (its singles first) when the searcher asks for it.

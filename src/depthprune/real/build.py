@@ -74,7 +74,7 @@ from pathlib import Path
 from typing import Any
 
 from depthprune import jsonio
-from depthprune.models import REAL_ASSETS
+from depthprune.model_registry import REAL_ASSETS
 from depthprune.task_files import lambada_task, loader_module, multiple_choice_task
 
 DATA = REAL_ASSETS / "data"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from depthprune.jsonio import write_json
-from depthprune.models import MODELS, REAL_ASSETS
+from depthprune.model_registry import MODELS, REAL_ASSETS
 
 MODEL_ID = "smollm2-135m"  # the first real model (the default of the card tools)
 CARDS = REAL_ASSETS / "models"

@@ -55,7 +55,7 @@ def _round(x: float, nd: int = 4) -> float | None:
 
 
 def _portable(value: Any) -> Any:
-    from depthprune.models import REAL_ASSETS
+    from depthprune.model_registry import REAL_ASSETS
 
     if isinstance(value, dict):
         return {k: _portable(v) for k, v in value.items() if v not in (None, {}, [])}
@@ -229,7 +229,7 @@ def render(measured: dict[str, Any], model_id: str = MODEL_ID) -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``depthprune measure card``."""
-    from depthprune.models import REAL_MODELS
+    from depthprune.model_registry import REAL_MODELS
 
     p.add_argument("--model", default=MODEL_ID, choices=sorted(REAL_MODELS))
     p.add_argument("--steps", default="tasks,margin,sweep", help="of perplexity, tasks, margin, sweep")

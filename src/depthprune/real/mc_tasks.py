@@ -89,6 +89,10 @@ Margin calibration. The train splits are also written in Commonsense-170k's reco
 (``commonsense/mc_train.json``, HellaSwag-style endings as ``real.build`` writes them), each
 record with its ``task`` and ``cluster``; ``answer="cloze"`` scores each option as the
 continuation of the context, as lm-eval does.
+
+Code. The candidate items of each task are :mod:`depthprune.real.mc_candidates`; the splits,
+distractor pools and adversarial filter, :mod:`depthprune.real.mc_filter`; this module reads the
+sources and writes the frozen files (it re-exports the other two's names).
 """
 
 from __future__ import annotations
@@ -96,395 +100,63 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import random
 import re
 import subprocess
 import sys
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from depthprune.models import REAL_ASSETS
+from depthprune.model_registry import REAL_ASSETS
 from depthprune.real import baselines as bl
 from depthprune.real import wordnet as wnr
+from depthprune.real.mc_candidates import (
+    CANDIDATE_BUILDERS,
+    CONCRETE,
+    MASS,
+    MIN_CORPUS,
+    MIN_SEMCOR,
+    ONE_WORD,
+    Cand,
+    cloze_candidates,
+    corpus_counts,
+    corpus_sentences,
+    definition_candidates,
+    familiar,
+    form_class,
+    hypernym_candidates,
+)
+from depthprune.real.mc_filter import (
+    CANDIDATES,
+    CAP,
+    FOLDS,
+    MIN_SLOT,
+    SEEDS,
+    SIZES,
+    TRIPLES,
+    K,
+    assemble,
+    build_task,
+    candidate_distractors,
+    choose,
+    filter_readers,
+    fold_lms,
+    ngram_corpus,
+    option_counts,
+    split_units,
+)
 from depthprune.task_files import loader_module, multiple_choice_task
+
+__all__ = ["CANDIDATES", "CANDIDATE_BUILDERS", "CAP", "CONCRETE", "COPYRIGHT", "FOLDS", "K", "MASS", "MIN_CORPUS",
+           "MIN_SEMCOR", "MIN_SLOT", "ONE_WORD", "OUT", "SEEDS", "SIZES", "TASKS", "TRIPLES", "Cand", "add_arguments",
+           "assemble", "build", "build_task", "candidate_distractors", "choose", "cloze_candidates",
+           "commonsense_record", "corpus_counts", "corpus_sentences", "debian_version", "definition_candidates",
+           "familiar", "filter_readers", "fold_lms", "form_class", "hypernym_candidates", "ngram_corpus",
+           "option_counts", "run", "shipped_files", "split_units", "wordnet_license"]
 
 OUT = REAL_ASSETS / "tasks" / "mc"
 TASKS = ("hypernym", "definition", "cloze")
-K = 4
-SIZES = {"test": 1200, "train": 500}
-SEEDS = {"split": 0, "test": 1, "train": 2, "bootstrap": 0}
-CANDIDATES = 24
-TRIPLES = 64
-FOLDS = 3
-CAP = {"hypernym": 3, "definition": 1, "cloze": 2}
-MIN_CORPUS, MIN_SEMCOR = 5, 1
-MIN_SLOT = 100  # a slot (part of speech, inflection) with fewer candidates is left out
-#: WordNet's lexicographer files of concrete nouns (wninput(5WN)): animal, artifact, body, food, object,
-#: person, plant, substance; food and substance nouns are mostly mass nouns, written without an article
-CONCRETE = {5: "animal", 6: "artifact", 8: "body", 13: "food", 17: "object", 18: "person", 20: "plant",
-            27: "substance"}
-MASS = {13, 27}
 COPYRIGHT = Path("/usr/share/doc") / wnr.APT_PACKAGE / "copyright"
-_ONE_WORD = re.compile(r"[a-z]{3,}")
-_TRAIL = re.compile(r"[.,;:!?)]+$")
-
-
-@dataclass
-class Cand:
-    """A candidate item before its distractors: context, answer and what validity checks need."""
-
-    unit: str  # cluster
-    ctx: str
-    gold: str
-    pos: str
-    slot: str  # distractors come from answers of the same slot
-    lemma: str  # the answer's lemma
-    synsets: tuple[str, ...]  # source synsets (held out of the n-gram corpus)
-    banned: frozenset[str]  # words that may not be distractors (true answers, neighbours)
-    ctx_words: tuple[str, ...]  # words a distractor may not be related to
-
-
-# -- words ------------------------------------------------------------------------------------
-
-
-def corpus_sentences(wn: wnr.WordNet) -> list[tuple[str, str]]:
-    """(synset key, text) for every definition and example sentence, in key order."""
-    return [(key, text) for key in sorted(wn.synsets)
-            for text in (wn.synsets[key].definition, *wn.synsets[key].examples)
-            if text]
-
-
-def corpus_counts(wn: wnr.WordNet) -> Counter:
-    return Counter(w for _key, text in corpus_sentences(wn) for w in bl.words(text))
-
-
-def familiar(word: str, pos: str, wn: wnr.WordNet, counts: Counter) -> bool:
-    return bool(_ONE_WORD.fullmatch(word)) and (wn.tag_count(word, pos) >= MIN_SEMCOR or counts[word] >= MIN_CORPUS)
-
-
-def _lower_words(s: wnr.Synset) -> list[str]:
-    return [w for w in s.words if _ONE_WORD.fullmatch(w)]
-
-
-def _neighbourhood_words(wn: wnr.WordNet, key: str) -> set[str]:
-    keys = {key, *wn.synsets[key].related("@", "@i", "~", "~i", "&", "^", "$", "=")}
-    return {w.lower() for k in keys for w in wn.synsets[k].words}
-
-
-def form_class(form: str, lemma: str, pos: str) -> str:
-    if form == lemma:
-        return "base"
-    if pos == "n":
-        return "plural"
-    if pos == "v":
-        return next((s for s in ("ing", "ed", "s") if form.endswith(s)), "irregular")
-    return next((s for s in ("est", "er") if form.endswith(s)), "irregular")
-
-
-# -- candidates per task -------------------------------------------------------------------------
-
-
-def _looks_plural(wn: wnr.WordNet, lemma: str) -> bool:
-    """A noun lemma that is the plural of another noun lemma (``lodgings``: "A lodgings is" reads wrong)."""
-    return any(how != "base" for _lemma, how in wnr.base_forms(wn, lemma, "n"))
-
-
-def hypernym_candidates(wn: wnr.WordNet, counts: Counter) -> list[Cand]:
-    out = []
-    for (lemma, pos), keys in sorted(wn.senses.items()):
-        if pos != "n" or not familiar(lemma, "n", wn, counts):
-            continue
-        if any(wn.tag_count(lemma, p) > wn.tag_count(lemma, "n") for p in "var" if (lemma, p) in wn.senses):
-            continue  # mostly another part of speech ("dry", "sensitive")
-        s = wn.synsets[keys[0]]
-        hypernyms = s.related("@")
-        if s.lexfile not in CONCRETE or lemma not in s.words or len(hypernyms) != 1:
-            continue
-        h = wn.synsets[hypernyms[0]]
-        # the answer names the hypernym in one of its own two most frequent senses ("court" is not
-        # what a reader hears in "A motel is a kind of court")
-        ranked = sorted((wn.senses[(w, "n")].index(h.key), -counts[w], w) for w in _lower_words(h)
-                        if familiar(w, "n", wn, counts))
-        golds = [w for rank, _c, w in ranked if rank <= 1]
-        if not golds or bl.related(lemma, golds[0]) or _looks_plural(wn, lemma):
-            continue
-        true_keys = {k for sense in keys for k in (sense, *wn.ancestors(sense))}
-        banned = {w.lower() for k in true_keys for w in wn.synsets[k].words} | {lemma}
-        subject = lemma.capitalize() if s.lexfile in MASS else f"{'An' if lemma[0] in 'aeiou' else 'A'} {lemma}"
-        ctx = f"{subject} is a kind of"
-        if any(bl.related(golds[0], w) for w in bl.words(ctx)):
-            continue
-        out.append(Cand(h.key, ctx, golds[0], "n", "n", golds[0], (s.key, h.key), frozenset(banned),
-                        tuple(bl.words(ctx))))
-    return out
-
-
-def definition_candidates(wn: wnr.WordNet, counts: Counter) -> list[Cand]:
-    lemmas = sorted({lemma for (lemma, pos) in wn.senses if pos in "nva"})
-    chosen: dict[str, Cand] = {}  # synset -> candidate
-    ranked = []
-    for lemma in lemmas:
-        options = [(wn.tag_count(lemma, pos), -i, pos) for i, pos in enumerate("nva") if (lemma, pos) in wn.senses]
-        tags, _, pos = max(options)
-        if not familiar(lemma, pos, wn, counts):
-            continue
-        s = wn.synsets[wn.senses[(lemma, pos)][0]]
-        definition = s.definition
-        dwords = bl.words(definition)
-        if lemma not in s.words or not 3 <= len(definition.split()) <= 20 or '"' in definition:
-            continue
-        if any(bl.related(lemma, w) for w in dwords):
-            continue
-        ranked.append((-tags, -counts[lemma], lemma, pos, s))
-    for _tags, _count, lemma, pos, s in sorted(ranked):
-        if s.key in chosen:  # one item per synset: its most tagged lemma
-            continue
-        banned = _neighbourhood_words(wn, s.key) | {lemma}
-        chosen[s.key] = Cand(lemma, f'The word that means "{s.definition}" is', lemma, pos, pos, lemma, (s.key,),
-                             frozenset(banned), tuple(bl.words(s.definition)))
-    return sorted(chosen.values(), key=lambda c: c.unit)
-
-
-def cloze_candidates(wn: wnr.WordNet, counts: Counter) -> list[Cand]:
-    out, seen = [], set()
-    for key in sorted(wn.synsets):
-        s = wn.synsets[key]
-        lemmas = {w for w in _lower_words(s)}
-        if not lemmas:
-            continue
-        for example in s.examples:
-            if example in seen:
-                continue
-            seen.add(example)
-            tokens = example.split()
-            for i, token in enumerate(tokens[:26]):
-                form = _TRAIL.sub("", token)
-                if not _ONE_WORD.fullmatch(form):
-                    continue
-                found = [(lemma, how) for lemma, how in wnr.base_forms(wn, form, s.pos) if lemma in lemmas]
-                if not found:
-                    continue
-                lemma = found[0][0]
-                context = tokens[:i]
-                if not 4 <= len(context) <= 25 or not familiar(lemma, s.pos, wn, counts):
-                    break
-                ctx = " ".join(context)
-                cwords = bl.words(ctx)
-                if '"' in ctx or any(bl.related(w, form) or bl.related(w, lemma) for w in cwords):
-                    break
-                banned = _neighbourhood_words(wn, key) | {lemma, form}
-                out.append(Cand(lemma, ctx, form, s.pos, f"{s.pos}:{form_class(form, lemma, s.pos)}", lemma, (key,),
-                                frozenset(banned), tuple(cwords)))
-                break
-    return out
-
-
-CANDIDATE_BUILDERS: dict[str, Callable[[wnr.WordNet, Counter], list[Cand]]] = {
-    "hypernym": hypernym_candidates, "definition": definition_candidates, "cloze": cloze_candidates}
-
-
-# -- splits -----------------------------------------------------------------------------------------
-
-
-def split_units(cands: list[Cand], task: str, seed: int) -> dict[str, list[Cand]]:
-    """Units shuffled (seeded); each unit's items (at most CAP, a seeded choice) go to test until it
-    holds SIZES['test'], then to train; the rest is unused. No unit is in two splits."""
-    slots = Counter(c.slot for c in cands)
-    by_unit: dict[str, list[Cand]] = {}
-    for c in (c for c in cands if slots[c.slot] >= MIN_SLOT):
-        by_unit.setdefault(c.unit, []).append(c)
-    rng = random.Random(f"{task}:{seed}")
-    units = sorted(by_unit)
-    rng.shuffle(units)
-    out: dict[str, list[Cand]] = {"test": [], "train": []}
-    for unit in units:
-        split = next((s for s in ("test", "train") if len(out[s]) < SIZES[s]), None)
-        if split is None:
-            break
-        members = by_unit[unit]
-        if len(members) > CAP[task]:
-            members = sorted(rng.sample(members, CAP[task]), key=lambda c: (c.ctx, c.gold))
-        out[split].extend(members[: SIZES[split] - len(out[split])])
-    for split, items in out.items():
-        if len(items) < SIZES[split]:
-            raise SystemExit(f"{task}: only {len(items)} {split} items (need {SIZES[split]})")
-    return out
-
-
-# -- distractors -------------------------------------------------------------------------------------
-
-
-def _valid(c: Cand, d: str) -> bool:
-    return (d != c.gold and d not in c.banned and not bl.related(d, c.gold) and not bl.related(d, c.lemma)
-            and not any(bl.related(d, w) for w in c.ctx_words))
-
-
-def candidate_distractors(cands: list[Cand], rng: random.Random) -> list[list[str]]:
-    """Per item, up to CANDIDATES valid distinct distractors drawn from the answers of the other items
-    of its slot, each answer as often as it is an answer (a shuffled list of the slot's answers)."""
-    by_slot: dict[str, list[int]] = {}
-    for i, c in enumerate(cands):
-        by_slot.setdefault(c.slot, []).append(i)
-    out = []
-    for i, c in enumerate(cands):
-        pool = [j for j in by_slot[c.slot] if j != i]
-        rng.shuffle(pool)
-        picked: list[str] = []
-        for j in pool:
-            d = cands[j].gold
-            if d not in picked and _valid(c, d):
-                picked.append(d)
-                if len(picked) == CANDIDATES:
-                    break
-        if len(picked) < K - 1:
-            raise SystemExit(f"slot {c.slot}: only {len(picked)} valid distractors for {c.ctx!r} -> {c.gold!r}")
-        out.append(picked)
-    return out
-
-
-def _as_item(c: Cand, options: Sequence[str], label: int) -> dict[str, Any]:
-    return {"ctx": c.ctx, "options": list(options), "label": label, "pos": c.pos, "cluster": c.unit}
-
-
-def choose(cands: list[Cand], pools: list[list[str]], readers: dict[str, Callable], rng: random.Random,
-           ) -> list[list[str]]:
-    """The adversarial filter: per item (seeded order) the triple of its pool that keeps each reader's
-    running count of gold wins closest to chance (module docstring). Readers score options alone."""
-    import numpy as np
-
-    # every reader scores the gold and each pooled distractor once (option scores are independent)
-    probe = [_as_item(c, [c.gold, *pool], 0) for c, pool in zip(cands, pools)]
-    tables = {name: reader(probe) for name, reader in readers.items()}
-    names = sorted(tables)
-    order = list(range(len(cands)))
-    rng.shuffle(order)
-    sums = np.zeros(len(names))
-    out: list[list[str] | None] = [None] * len(cands)
-    for t, i in enumerate(order):
-        m = len(pools[i])
-        triples = {tuple(sorted(rng.sample(range(m), K - 1))) for _ in range(TRIPLES)}
-        best, best_cost = None, None
-        for triple in sorted(triples):
-            wins = np.array([bl.expected_correct([tables[n][i][0], *(tables[n][i][1 + j] for j in triple)], 0)
-                             for n in names])
-            cost = float(((sums + wins - (t + 1) / K) ** 2).sum())
-            if best_cost is None or cost < best_cost - 1e-12:
-                best, best_cost, best_wins = triple, cost, wins
-        assert best is not None and best_wins is not None  # triples is never empty
-        sums += best_wins
-        out[i] = [pools[i][j] for j in best]
-    return out  # type: ignore[return-value]
-
-
-def assemble(cands: list[Cand], distractors: list[list[str]], rng: random.Random) -> list[dict[str, Any]]:
-    """Items with a balanced gold position (a seeded permutation of equal counts) and shuffled distractors."""
-    labels = [i % K for i in range(len(cands))]
-    rng.shuffle(labels)
-    items = []
-    for n, (c, ds, label) in enumerate(zip(cands, distractors, labels)):
-        ds = list(ds)
-        rng.shuffle(ds)
-        options = ds[:label] + [c.gold] + ds[label:]
-        items.append(_as_item(c, options, label) | {"id": n})
-    return items
-
-
-# -- n-gram corpora, filter readers --------------------------------------------------------------
-
-
-def ngram_corpus(sentences: list[tuple[str, str]], held_out: set[str]) -> list[tuple[str, list[str]]]:
-    """(synset, tokens) of every sentence not of a held-out synset and not equal to one of theirs."""
-    texts = {text for key, text in sentences if key in held_out}
-    return [(key, bl.words(text)) for key, text in sentences if key not in held_out and text not in texts]
-
-
-def fold_lms(corpus: list[tuple[str, list[str]]], seed: str) -> list[bl.NgramLM]:
-    """FOLDS n-gram models, each trained without one fold of the corpus's synsets."""
-    keys = sorted({k for k, _ in corpus})
-    random.Random(seed).shuffle(keys)
-    fold = {k: i % FOLDS for i, k in enumerate(keys)}
-    return [bl.NgramLM(toks for k, toks in corpus if fold[k] != f) for f in range(FOLDS)]
-
-
-def filter_readers(lms: list[bl.NgramLM], counts: dict[str, dict[str, int]], tfidf_fit: list[dict[str, Any]],
-                   option_only: Sequence[Callable] | None) -> dict[str, Callable]:
-    readers: dict[str, Callable] = {
-        "longest": lambda items: bl.length(items, 1.0), "shortest": lambda items: bl.length(items, -1.0),
-        "frequent_corpus": lambda items: bl.frequency(items, counts, "corpus", 1.0),
-        "rare_corpus": lambda items: bl.frequency(items, counts, "corpus", -1.0),
-        "frequent_semcor": lambda items: bl.frequency(items, counts, "semcor", 1.0),
-        "rare_semcor": lambda items: bl.frequency(items, counts, "semcor", -1.0),
-        "overlap": bl.overlap, "tfidf_word": bl.TfidfCosine(tfidf_fit, "word"),
-        "tfidf_char": bl.TfidfCosine(tfidf_fit, "char")}
-    for f, lm in enumerate(lms):
-        readers[f"ngram_{f}"] = lambda items, lm=lm: lm(items)
-        readers[f"ngram_norm_{f}"] = lambda items, lm=lm: lm(items, norm=True)
-    for f, reader in enumerate(option_only or []):
-        readers[f"option_only_{f}"] = reader
-    return readers
-
-
-def option_counts(cands: list[Cand], pools: list[list[str]], wn: wnr.WordNet, counts: Counter,
-                  ) -> dict[str, dict[str, int]]:
-    """corpus and SemCor counts of every word that may be an option, keyed ``pos:word``."""
-    lemma_of = {(c.pos, c.gold): c.lemma for c in cands}
-    words = {(c.pos, w) for c, pool in zip(cands, pools) for w in (c.gold, *pool)}
-    return {"corpus": {f"{p}:{w}": counts[w] for p, w in sorted(words)},
-            "semcor": {f"{p}:{w}": wn.tag_count(lemma_of[(p, w)], p) for p, w in sorted(words)}}
-
-
-def build_task(task: str, wn: wnr.WordNet, counts: Counter, sentences: list[tuple[str, str]],
-               seeds: dict[str, int] = SEEDS, log: Callable[[str], None] = print) -> dict[str, Any]:
-    cands = CANDIDATE_BUILDERS[task](wn, counts)
-    splits = split_units(cands, task, seeds["split"])
-    log(f"{task}: {len(cands)} candidates, {len({c.unit for c in cands})} units")
-    result: dict[str, Any] = {"candidates": len(cands)}
-    items: dict[str, list[dict[str, Any]]] = {}
-    pools: dict[str, list[list[str]]] = {}
-    lm_corpus = {s: ngram_corpus(sentences, {k for c in splits[s] for k in c.synsets}) for s in splits}
-    for split in ("train", "test"):  # train first: the test split's filter reads classifiers trained on it
-        rng = random.Random(f"{task}:{split}:{seeds[split]}")
-        cs = splits[split]
-        pools[split] = candidate_distractors(cs, rng)
-        table = option_counts(cs, pools[split], wn, counts)
-        lms = fold_lms(lm_corpus[split], f"{task}:{split}:folds")
-        gold_only = [_as_item(c, [c.gold], 0) for c in splits["train"]]
-        if split == "train":
-            first = choose(cs, pools[split], filter_readers(lms, table, gold_only, None), rng)
-            provisional = assemble(cs, first, random.Random(0))
-            # option-only classifiers cross-fitted on the provisional train items, then a second pass
-            fold = [i % FOLDS for i in range(len(cs))]
-            random.Random(f"{task}:oof").shuffle(fold)
-            models = [bl.OptionOnly([it for it, g in zip(provisional, fold) if g != f]) for f in range(FOLDS)]
-
-            def oof(items, models=models, fold=fold):
-                scores = [m(items) for m in models]
-                return [scores[fold[i]][i] for i in range(len(items))]
-
-            chosen = choose(cs, pools[split], filter_readers(lms, table, gold_only, [oof]), rng)
-        else:
-            train_items = items["train"]
-            parts = []
-            for f in range(FOLDS):
-                sub = random.Random(f"{task}:part:{f}").sample(train_items, (2 * len(train_items)) // 3)
-                parts.append(bl.OptionOnly(sub))
-            chosen = choose(cs, pools[split], filter_readers(lms, table, gold_only, parts), rng)
-        if split == "test":  # the same pools without the filter (a random valid triple): what the filter adds
-            draw = random.Random(f"{task}:unfiltered:{seeds['test']}")
-            unfiltered = assemble(cs, [draw.sample(pool, K - 1) for pool in pools[split]], draw)
-        items[split] = assemble(cs, chosen, rng)
-        result[split] = {"items": len(cs), "clusters": len({c.unit for c in cs}), "ngram_corpus_sentences":
-                         len(lm_corpus[split])}
-        log(f"{task} {split}: {len(cs)} items")
-    every = splits["train"] + splits["test"]
-    counts_table = option_counts(every, pools["train"] + pools["test"], wn, counts)
-    lm = bl.NgramLM(toks for _k, toks in lm_corpus["test"])
-    result["baselines"] = bl.report(items["test"], items["train"], counts_table, lm, seeds["bootstrap"])
-    result["baselines_unfiltered"] = bl.report(unfiltered, items["train"], counts_table, lm, seeds["bootstrap"])
-    return {"items": items, "counts": counts_table, "info": result}
 
 
 # -- sources, output ---------------------------------------------------------------------------------

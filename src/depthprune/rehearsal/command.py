@@ -45,7 +45,7 @@ def builder_fingerprint() -> str:
     """What the stand-ins are a function of: the builder's code, the tiny fixtures it reads, and the
     libraries that write the files (a build by other code is rebuilt, never reused)."""
     from depthprune.env import package_versions
-    from depthprune.models import TINY_ASSETS
+    from depthprune.model_registry import TINY_ASSETS
 
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256()

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from depthprune.jsonio import read_json, read_jsonl, write_json
-from depthprune.models import TINY_ASSETS
+from depthprune.model_registry import TINY_ASSETS
 
 _TINY_DATA = TINY_ASSETS / "data"
 _TINY_TASKS = TINY_ASSETS / "tasks" / "data"

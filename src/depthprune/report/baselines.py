@@ -15,7 +15,7 @@ from typing import Any
 from tabulate import tabulate
 
 from depthprune.jsonio import read_json
-from depthprune.models import REAL_ASSETS
+from depthprune.model_registry import REAL_ASSETS
 from depthprune.report.cells import table
 
 BASELINES = REAL_ASSETS / "tasks" / "mc" / "baselines.json"

@@ -60,7 +60,7 @@ def env_summary(results: list[dict[str, Any]]) -> list[str]:
 
 def _model_card(model: str) -> dict[str, Any]:
     """The shipped model card of a registry model (tiny family, real models), or {} (paper models)."""
-    from depthprune.models import MODELS, REAL_ASSETS
+    from depthprune.model_registry import MODELS, REAL_ASSETS
 
     spec = MODELS.get(model)
     if spec is None:

@@ -67,7 +67,7 @@ def _round(x: float, nd: int = 4) -> float | None:
 
 def _portable(value: Any) -> Any:
     """A protocol record without this machine's paths (``assets/tiny/...``) or empty fields."""
-    from depthprune.models import TINY_ASSETS
+    from depthprune.model_registry import TINY_ASSETS
 
     if isinstance(value, dict):
         return {k: _portable(v) for k, v in value.items() if v not in (None, {}, [])}
