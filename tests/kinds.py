@@ -78,6 +78,7 @@ KINDS: dict[str, str] = {
     "tests/test_speed.py": "integration",
     "tests/test_stand_in_results.py": "unit",
     "tests/test_task_baselines.py": "unit",
+    "tests/test_text_tables.py": "unit",
     "tests/test_time_split.py": "unit",
     "tests/test_tiny_family.py": "integration",
     "tests/test_verify_evaluation.py": "integration",

@@ -49,10 +49,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def _check_plan(dirs: list[str]) -> int:
     """Re-count each result of ``dirs`` from its recorded losses; 1 if any reproducible count differs."""
-    from tabulate import tabulate
-
     from depthprune.grid.results import iter_results
     from depthprune.plan import NotRecorded, check_result
+    from depthprune.text_tables import markdown_table
 
     rows, bad = [], 0
     results = [r for stand_in in (False, True) for r in iter_results(dirs, stand_in=stand_in)]
@@ -76,8 +75,8 @@ def _check_plan(dirs: list[str]) -> int:
         bad += not same
         rows.append([r["cell"], search, run["evaluations"], run["layer_forwards"], sim.evaluations,
                      sim.layer_forwards, "equal" if same else "MISMATCH"])
-    print(tabulate(rows, headers=["cell", "search", "run evals", "run layer-fwd", "plan evals", "plan layer-fwd",
-                                  "check"], tablefmt="github", disable_numparse=True))
+    print(markdown_table(rows, ["cell", "search", "run evals", "run layer-fwd", "plan evals", "plan layer-fwd",
+                                  "check"]))
     print(f"checked {len(results)} results: {bad} mismatch(es)")
     return EXIT_FAILURE if bad else 0
 
@@ -91,9 +90,8 @@ def task_threads(executor: str, cpus_per_task: int, n_tasks: int) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from tabulate import tabulate
-
     from depthprune.grid.cluster import make_tasks, outcome_rows, submit
+    from depthprune.text_tables import markdown_table
 
     grid = load_grid(args.cases, args.grid)
     extra = list(args.pytest_args or [])
@@ -128,8 +126,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print(f"then       depthprune report --results {args.results} --out REPORT.md")
         return 0
     outcomes = [job.result() for job in jobs]
-    print(tabulate(outcome_rows(outcomes), headers=["task", "host", "exit", "passed", "failed", "skipped", "s"],
-                   tablefmt="github", disable_numparse=True))
+    print(markdown_table(outcome_rows(outcomes), ["task", "host", "exit", "passed", "failed", "skipped", "s"]))
     for o in outcomes:
         if not o.ok:
             print(f"--- {o.task} (exit {o.returncode}) ---\n{o.output_tail}", file=sys.stderr)

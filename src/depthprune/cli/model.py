@@ -140,14 +140,13 @@ def cmd_cell(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from tabulate import tabulate
-
     from depthprune.env import environment
     from depthprune.evaluate import default_cache_dir
     from depthprune.jsonio import write_json_atomic
     from depthprune.models import WeightsUnavailable, resolve
     from depthprune.profiles import get_profile
     from depthprune.recipe import Session, count_layers
+    from depthprune.text_tables import markdown_table
 
     try:
         spec = resolve(args.model)
@@ -173,7 +172,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     rows = [(k, f"{v:.4f}") for k, v in result.metrics.items() if not k.endswith("_stderr")]
     print(f"{spec.id} without layers [{','.join(map(str, removed))}] "
           f"({result.seconds:.1f} s{', cached' if result.cached else ''})")
-    print(tabulate(rows, headers=("metric", "value"), tablefmt="github"))
+    print(markdown_table(rows, ("metric", "value"), numparse=True))
     if args.json:
         write_json_atomic(args.json, {"model": spec.id, "weights": session.weights, "removed": list(removed),
                                       "metrics": result.metrics, "protocol": result.protocol,

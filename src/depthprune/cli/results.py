@@ -158,10 +158,9 @@ def cmd_durations(args: argparse.Namespace) -> int:
 
 
 def cmd_time_split(args: argparse.Namespace) -> int:
-    from tabulate import tabulate
-
     from depthprune.grid.results import iter_dense, iter_results
     from depthprune.grid.time_split import per_phase, per_searcher, repeats
+    from depthprune.text_tables import markdown_table
 
     if not Path(args.results).is_dir():
         raise UsageError(f"--results {args.results}: not a directory")
@@ -171,10 +170,9 @@ def cmd_time_split(args: argparse.Namespace) -> int:
     dense: list[Mapping[str, Any]] = [d for d in iter_dense([args.results]) if d.get("grid") == args.grid]
     cache = Path(args.results) / "eval-cache"
     print(f"{len(rows)} cells of grid {args.grid} in {args.results}\n")
-    print(tabulate(per_phase(rows, dense, cache if cache.is_dir() else None, args.wall, args.workers),
-                   headers="keys", tablefmt="github"), end="\n\n")
-    print(tabulate(per_searcher(rows), headers="keys", tablefmt="github"), end="\n\n")
-    print(tabulate(repeats(rows), headers="keys", tablefmt="github"))
+    print(markdown_table(per_phase(rows, dense, cache if cache.is_dir() else None, args.wall, args.workers), "keys", numparse=True), end="\n\n")
+    print(markdown_table(per_searcher(rows), "keys", numparse=True), end="\n\n")
+    print(markdown_table(repeats(rows), "keys", numparse=True))
     return 0
 
 

@@ -11,7 +11,7 @@ def _span(lo: float, hi: float) -> str:
 
 def format_plan(plan: GridPlan) -> str:
     """The plan as text: per-cell table, totals, memory per worker, tasks, assumptions, notes."""
-    from tabulate import tabulate
+    from depthprune.text_tables import markdown_table
 
     rows = []
     for c in plan.cells:
@@ -30,7 +30,7 @@ def format_plan(plan: GridPlan) -> str:
     pace = (f"{a.mfu:.0%} MFU" if plan.throughput is None else
             f"measured throughput ({plan.throughput.file}: {plan.throughput.gpu}, {plan.throughput.date})")
     out = [f"plan for grid {plan.grid}: {t['cells']} cells on {a.gpus} x {plan.gpu.name} at {pace}", "",
-           tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
+           markdown_table(rows, headers), ""]
     totals = [
         ["evaluations", _span(*t["evaluations"])],
         ["layer-forwards (expected / bound)", f"{t['layer_forwards']:,.0f} / {t['layer_forwards_bound']:,}"],
@@ -41,7 +41,7 @@ def format_plan(plan: GridPlan) -> str:
         [f"wall-clock h on {a.gpus} GPUs, one task per model", f"{t['wall_hours_per_model']:.1f}"],
         [f"wall-clock h on {a.gpus} GPUs, one task per model x objective", f"{t['wall_hours_per_objective']:.1f}"],
     ]
-    out += [tabulate(totals, headers=["total", "value"], tablefmt="github", disable_numparse=True), ""]
+    out += [markdown_table(totals, ["total", "value"]), ""]
     mem_rows = []
     for model, shape in plan.shapes.items():
         worst = max((c for c in plan.cells if c.model == model), key=lambda c: c.memory.peak)
@@ -50,10 +50,10 @@ def format_plan(plan: GridPlan) -> str:
                          f"{mm.cache_budget:.1f}", f"{mm.cache_demand:,.0f}", f"{mm.in_flight:.1f} ({mm.phase})",
                          f"{mm.peak:.1f}", worst.cell])
     out += ["memory per worker (GiB; the cell with the highest peak)",
-            tabulate(mem_rows, headers=["model", "params", "weights", "prefix cache", "cache budget", "cache demand",
-                                        "in flight", "peak", "at"], tablefmt="github", disable_numparse=True), ""]
+            markdown_table(mem_rows, ["model", "params", "weights", "prefix cache", "cache budget", "cache demand",
+                                        "in flight", "peak", "at"]), ""]
     task_rows = [[split, name, f"{h:.1f}"] for split, tasks in plan.tasks.items() for name, h in tasks.items()]
-    out += [tabulate(task_rows, headers=["task per", "task", "GPU-h"], tablefmt="github", disable_numparse=True), ""]
+    out += [markdown_table(task_rows, ["task per", "task", "GPU-h"]), ""]
     out += ["assumptions:"] + [f"  - {line}" for line in plan.assumption_text()]
     out += [f"  - shapes: {s.model} {s.layers} layers, hidden {s.hidden}, MLP {s.intermediate}, heads {s.heads}/"
             f"{s.kv_heads} kv, vocab {s.vocab} ({s.source})" for s in plan.shapes.values()]

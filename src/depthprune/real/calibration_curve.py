@@ -191,14 +191,14 @@ def summarize(out: str | Path) -> dict[str, Any]:
 
 
 def table(summary: dict[str, Any]) -> str:
-    from tabulate import tabulate
+    from depthprune.text_tables import markdown_table
 
     rows = [[r["objective"], r["searcher"], r["size"], f"{r['cross_seed_jaccard']:.2f}", f"{r['jaccard_to_largest']:.2f}",
              f"{r['loss_delta']:+.3f}", f"{r['held_out_loss_delta']:+.3f}", f"{r['seconds']:.0f}",
              " ".join(",".join(map(str, v)) for v in r["sets"].values())] for r in summary["rows"]]
     head = ["objective", "searcher", "size", "J across seeds", "J to own largest", "loss - dense",
             "held-out loss - dense", "s per search", "sets (seeds 0, 1, 2)"]
-    return tabulate(rows, head, tablefmt="github")
+    return markdown_table(rows, head, numparse=True)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tabulate import tabulate
-
 from depthprune.jsonio import read_json
 from depthprune.model_registry import REAL_ASSETS
 from depthprune.report.cells import table
+from depthprune.text_tables import markdown_table
 
 BASELINES = REAL_ASSETS / "tasks" / "mc" / "baselines.json"
 
@@ -39,7 +38,7 @@ def render_baselines(path: Path = BASELINES) -> list[str]:
         f"The real profile's WordNet tasks ({data['split']} splits, {data['interval']}), read by baselines that see no "
         f"model; chance {', '.join(f'{c:.2f}' for c in sorted(chance))}. The highest is {worst[2]} on {worst[1]}, "
         f"{100 * worst[0]:.1f} points above chance. Source: the package's `{path.relative_to(REAL_ASSETS.parents[2])}`.", "",
-        tabulate(rows, headers=["baseline", *tasks], tablefmt="github", disable_numparse=True), ""]
+        markdown_table(rows, ["baseline", *tasks]), ""]
 
 
 def _above(b: Mapping[str, Any]) -> str:
@@ -88,7 +87,5 @@ def render_task_baselines(path: Path | None = None) -> tuple[list[str], list[str
         t = tasks[name]
         page += [f"## {name}", "", f"{t['kind'].replace('_', ' ')}, {t['split']} split; chance "
                  f"{chance(t['readers']):.3f}.", "",
-                 tabulate([[r, _cell(v), _above(v)] for r, v in sorted(t["readers"].items())],
-                          headers=["reader", "accuracy [95%]", "points above chance"], tablefmt="github",
-                          disable_numparse=True), ""]
+                 markdown_table([[r, _cell(v), _above(v)] for r, v in sorted(t["readers"].items())], ["reader", "accuracy [95%]", "points above chance"]), ""]
     return head, page

@@ -13,9 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tabulate import tabulate
-
 from depthprune.jsonio import read_json
+from depthprune.text_tables import markdown_table
 
 PREFIX = "calibration-curve-"
 
@@ -47,9 +46,8 @@ def render_curves(curves: list[dict[str, Any]]) -> list[str]:
         rows = [[r["objective"], r["searcher"], r["size"], f"{r['cross_seed_jaccard']:.2f}",
                  f"{r['jaccard_to_largest']:.2f}", f"{r['loss_delta']:+.3f}", f"{r['held_out_loss_delta']:+.3f}",
                  f"{r['seconds']:.0f}"] for r in curve["rows"]]
-        lines.append(tabulate(rows, headers=["objective", "searcher", "size", "J across seeds", "J to own largest",
-                                             "loss − dense", "held-out loss − dense", "s / search"],
-                              tablefmt="github", disable_numparse=True))
+        lines.append(markdown_table(rows, ["objective", "searcher", "size", "J across seeds", "J to own largest",
+                                             "loss − dense", "held-out loss − dense", "s / search"]))
         lines += ["", f"Rule (fixed before the curve ran): {curve['rule']['text']}", ""]
         for objective, c in curve["chosen"].items():
             note = "" if c["settled_before_largest"] else " — the largest size: the curve has not shown the sets settling"

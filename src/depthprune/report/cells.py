@@ -7,14 +7,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from depthprune.text_tables import fixed, markdown_table
+
 
 def fmt(value: Any, digits: int = 3) -> str:
-    """A float to ``digits`` places; None, nan and inf as "–"; anything else as str()."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+    """A number as REPORT's tables write it (:func:`depthprune.text_tables.fixed`)."""
+    return fixed(value, digits)
 
 
 def layers(removed: Sequence[int]) -> str:
@@ -44,7 +42,6 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], keys: int = 1, 
     identifies a row), the other columns shared out evenly in order. A table whose key columns and any
     single other column do not fit stays whole. Cells that are a value with its interval keep
     together (:func:`depthprune.report.cells.keep_together`)."""
-    from tabulate import tabulate
 
     from depthprune.report.wrap import WIDTH
 
@@ -52,8 +49,7 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], keys: int = 1, 
     rows = [[keep_together(c) for c in row] for row in rows]
 
     def render(cols: Sequence[int]) -> str:
-        return tabulate([[row[c] for c in cols] for row in rows], headers=[headers[c] for c in cols],
-                        tablefmt="github", disable_numparse=True)
+        return markdown_table([[row[c] for c in cols] for row in rows], [headers[c] for c in cols])
 
     def fits(text: str) -> bool:
         return max(map(len, text.splitlines())) <= width

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tabulate import tabulate
 
 from depthprune.grid.reference import dtype_name, read_reference
 from depthprune.report.cells import fmt, layers
 from depthprune.report.controls import is_control
+from depthprune.text_tables import markdown_table
 
 #: claims whose statistics read only what a reference keeps: removed sets, calibration losses, metrics
 FROM_REFERENCES = ("5.1a", "5.1b-contiguity", "5.1b-depth", "5.2", "5.3", "search-gain")
@@ -113,8 +113,8 @@ def render_precision(results: Sequence[dict[str, Any]], ref_dir: str | Path) -> 
              "max, in nats, on the cells whose set is unchanged and on those whose set moved; |Δ avg acc| and relative "
              "|Δ c4 ppl| on unchanged sets (the same pruned model evaluated in both precisions).", ""]
     table = [[grid, *grid_rows(p)] for grid, p in sorted(found.items())]
-    lines += [tabulate(table, headers=["grid", "cells", "sets changed", "Δ loss (same set)", "Δ loss (set moved)",
-                                       "Δ avg acc (same set)", "Δ c4 ppl (same set)"], tablefmt="github"), ""]
+    lines += [markdown_table(table, ["grid", "cells", "sets changed", "Δ loss (same set)", "Δ loss (set moved)",
+                                       "Δ avg acc (same set)", "Δ c4 ppl (same set)"], numparse=True), ""]
     flips, judged = [], []
     for grid, p in sorted(found.items()):
         grid_rows_ = [r for r in results if r["grid"] == grid]
@@ -127,14 +127,13 @@ def render_precision(results: Sequence[dict[str, Any]], ref_dir: str | Path) -> 
     lines += ["Claim verdicts of each main grid with the float32 cells in place of the bf16 ones (the claims judged from what a "
               f"reference keeps: {', '.join(FROM_REFERENCES)}; search-cost, search-convergence and 3.3 need costs, "
               "traces and priors that references do not keep, and are not re-judged):", "",
-              tabulate(judged, headers=["grid", "claim", "bf16", "float32", "flipped"], tablefmt="github"), ""]
+              markdown_table(judged, ["grid", "claim", "bf16", "float32", "flipped"], numparse=True), ""]
     moved = [[r["cell"], layers(f["removed"]), layers(r["removed"]), fmt(f["calibration_loss"], 4),
               fmt(r["calibration_loss"], 4)]
              for p in found.values() for r, f in p if sorted(r["removed"]) != sorted(f["removed"])]
     if moved:
         lines += ["The cells whose removed set moved:", "",
-                  tabulate(moved, headers=["cell", "float32 set", "bf16 set", "float32 loss", "bf16 loss"],
-                           tablefmt="github"), ""]
+                  markdown_table(moved, ["cell", "float32 set", "bf16 set", "float32 loss", "bf16 loss"], numparse=True), ""]
     total = sum(len(p) for p in found.values())
     lines += [f"**Finding:** {len(moved)} of {total} cells ({100 * len(moved) / total:.1f}%) removed a different set "
               "in bf16 than in float32; "

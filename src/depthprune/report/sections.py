@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tabulate import tabulate
-
 from depthprune.jsonio import read_json
 from depthprune.report import analysis as A
 from depthprune.report import claims
@@ -32,6 +30,7 @@ from depthprune.report.grids import DeclaredGrid
 from depthprune.report.variance import share_rows
 from depthprune.task_baselines import FROZEN as TASK_BASELINES
 from depthprune.task_baselines import chance as task_chance
+from depthprune.text_tables import markdown_table
 
 
 def link(target: Path, base: Path) -> str:
@@ -212,9 +211,8 @@ def variance_section(results: list[dict[str, Any]]) -> list[str]:
             "searcher's). A dash: the noise is as large as the variance observed, so no share is left to split. "
             "Perplexity is the evaluated C4 perplexity (log), comparable across objectives; n = solutions (pooled: "
             "pairs).", "",
-            tabulate(body, headers=["grid", "model", "M", "metric", "objective", "searcher", "interaction", "D",
-                                    "uncorrected objective", "uncorrected searcher", "n"],
-                     tablefmt="github", disable_numparse=True)]
+            markdown_table(body, ["grid", "model", "M", "metric", "objective", "searcher", "interaction", "D",
+                                    "uncorrected objective", "uncorrected searcher", "n"])]
 
 
 PARTIAL_TITLE = "Grids not run yet, or run in part"

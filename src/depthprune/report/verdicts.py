@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from tabulate import tabulate
-
 from depthprune.report.claims import CLAIMS, Verdict
+from depthprune.text_tables import markdown_table
 
 NOT_RUN = "NOT RUN"
 #: the matrix cell of a grid without results: a no-break space, so that a browser squeezing the
@@ -72,10 +71,9 @@ def matrix(verdicts: Sequence[Verdict], not_run: Sequence[str],
         rows.append([claim_id, CLAIMS[claim_id].gist or CLAIMS[claim_id].section,
                      *(cell(by.get((claim_id, g)), names, (claim_id, g) in flippable) for g in grids)])
     headers = ["claim", "the paper says", *(f"`{g}`" for g in grids)]
-    table = tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+    table = markdown_table(rows, headers)
     if max(len(line) for line in table.splitlines()) > WIDTH:
-        table = tabulate([[r[0], *r[2:]] for r in rows], headers=[headers[0], *headers[2:]], tablefmt="github",
-                         disable_numparse=True)
+        table = markdown_table([[r[0], *r[2:]] for r in rows], [headers[0], *headers[2:]])
     missing = [g for g in grids if not any(v.grid == g for v in verdicts)]
     legend = ("(n = conditions · distinct pruned models the verdict rests on; MDE = the smallest effect the "
               "evaluation detects at the claims' power, on its own scale, of each statistic the claim judges by"

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tabulate import tabulate
 from tqdm.auto import tqdm
 
+from depthprune.text_tables import markdown_table
 from depthprune.verify.replay import FAILED, PARTIAL, REPLAYED, Replay, replay
 
 
@@ -64,7 +64,7 @@ def summary(replays: Sequence[Replay]) -> str:
     keys = sorted({(g, s) for g, s, _ in counts})
     rows = [[g, s, counts[g, s, REPLAYED], counts[g, s, PARTIAL], counts[g, s, FAILED]] for g, s in keys]
     rows.append(["all", "", *(sum(1 for r in replays if r.status == st) for st in (REPLAYED, PARTIAL, FAILED))])
-    return tabulate(rows, headers=["grid", "searcher", "replayed", "partly replayed", "failed"], tablefmt="github")
+    return markdown_table(rows, ["grid", "searcher", "replayed", "partly replayed", "failed"], numparse=True)
 
 
 def cell_lines(replays: Sequence[Replay]) -> list[str]:
@@ -114,10 +114,9 @@ def remeasure_summary(checks: Sequence[Any]) -> str:
                      max((c.largest_difference for c in mine), default=0.0),
                      " / ".join(sorted({f"{c.band.nats:.2g}" for c in mine if c.band}, key=float)) or None,
                      *_evaluation_columns([c.evaluation for c in mine if c.evaluation is not None])])
-    return tabulate(rows, headers=["grid", "model", "objective", "verified", "with numeric forks", "failed",
+    return markdown_table(rows, ["grid", "model", "objective", "verified", "with numeric forks", "failed",
                                    "not verified", "largest |diff| (nats)", "bands at the budgets (nats)",
-                                   "items agreeing (sampled)", "catches item changes of", "largest window |diff|"],
-                    tablefmt="github")
+                                   "items agreeing (sampled)", "catches item changes of", "largest window |diff|"], numparse=True)
 
 
 def _evaluation_columns(evals: Sequence[Any]) -> list[Any]:

@@ -26,6 +26,7 @@ from scipy import stats
 
 from depthprune.report import cells
 from depthprune.report import noise as N
+from depthprune.text_tables import significant
 
 #: one per (model, objective, budget): searcher -> result
 Condition = dict[str, dict[str, Any]]
@@ -182,14 +183,8 @@ def measured_groups(groups: Sequence[list[dict[str, Any]]], name: str, n_resampl
 # -- formatting --------------------------------------------------------------------------------------
 
 def fmt(value: Any) -> str:
-    """A number as the claims' tables write it: 3 significant digits, – for none, ∞, lists joined."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if isinstance(value, float):
-        return "∞" if math.isinf(value) else f"{value:.3g}"
-    if isinstance(value, (list, tuple)):
-        return ",".join(map(str, value))
-    return str(value)
+    """A number as the claims' tables write it (:func:`depthprune.text_tables.significant`)."""
+    return significant(value)
 
 
 def fmt_dict(d: Mapping[str, Any]) -> str:
