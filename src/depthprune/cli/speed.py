@@ -201,9 +201,8 @@ def cmd_speed_grid(args: argparse.Namespace) -> int:
     settings = {"grid": args.grid, "results": str(args.results), "rounds": args.rounds, "warmup": args.warmup,
                 "new_tokens": args.new_tokens, "contexts": {m: list(c) for m, c in spans.items()},
                 "threads": args.threads, "machine": {k: v for k, v in machine.items() if k != "git_revision"}}
-    journal = cells.Journal.beside(args.json, settings)
     try:
-        journal.rows()
+        journal = cells.Journal.beside(args.json, settings)
     except ValueError as err:
         raise UsageError(str(err)) from None
     with threads(args.threads):
@@ -320,8 +319,8 @@ def _run(args: argparse.Namespace, plan: Plan, device: str, dtype: Any, spans: t
     if args.cost_table:
         table = costs.measure_table(dense, plan.model_id, (short, long), args.new_tokens, args.rounds, args.warmup,
                                     device, progress=progress)
-        table.update(machine=compare.machine(device, dtype), revision=compare.machine(device, dtype)["git_revision"],
-                     command=" ".join(["depthprune", *sys.argv[1:]]))
+        machine = compare.machine(device, dtype)
+        table.update(machine=machine, revision=machine["git_revision"], command=" ".join(["depthprune", *sys.argv[1:]]))
         for phase, ph in table["phases"].items():
             per = ", ".join(f"{t} {s * 1e3:.3f} ms" for t, s in ph["block_s"].items())
             print(f"{phase:<14} fixed {ph['fixed_s'] * 1e3:.3f} ms; per block: {per}")

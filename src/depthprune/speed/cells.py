@@ -50,13 +50,12 @@ def measure_sets(sets: dict[str, dict[tuple[int, ...], list[str]]], load: Callab
     left is not even loaded) and each new row is appended to it as soon as it is measured."""
     from tqdm.auto import tqdm
 
-    done = journal.rows() if journal is not None else {}
+    done = journal.done if journal is not None else {}
     rows: list[dict[str, Any]] = []
     total = sum(len(s) for s in sets.values())
     with tqdm(total=total, desc="removed sets", unit="set", disable=not progress, leave=False) as bar:
         for model_id, by_set in sets.items():
-            todo = [r for r in by_set if (model_id, r) not in done]
-            dense = load(model_id) if todo else None
+            dense = load(model_id) if any((model_id, r) not in done for r in by_set) else None
             table = costs.load_table(model_id)
             for removed, cells in by_set.items():
                 if (model_id, removed) in done:
@@ -90,31 +89,29 @@ class Journal:
     A half-written last line (a kill mid-write) is dropped."""
 
     def __init__(self, path: str | Path, settings: dict[str, Any]) -> None:
+        """Open the journal at ``path``, started with ``settings`` if there is none, its rows read once
+        into :attr:`done`; a journal of other settings raises ValueError."""
         self.path, self.settings = Path(path), settings
-
-    @classmethod
-    def beside(cls, archive: str | Path, settings: dict[str, Any]) -> Journal:
-        return cls(Path(str(archive) + ".partial"), settings)
-
-    def rows(self) -> dict[tuple[str, tuple[int, ...]], dict[str, Any]]:
-        """The rows measured so far (none if there is no journal yet; it is then started)."""
+        self.done: dict[tuple[str, tuple[int, ...]], dict[str, Any]] = {}
         if not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_jsonl(self.path, [{"settings": self.settings}], sort_keys=True)
-            return {}
+            return
         lines = self.path.read_text().splitlines()
         head = parse_json(lines[0], self.path, 1) if lines else {}
         if head.get("settings") != self.settings:
             raise ValueError(f"{self.path}: a stopped run of other settings ({head.get('settings')}); "
                              f"delete it to start over, or rerun with its settings")
-        out = {}
         for n, line in enumerate(lines[1:], 2):
             try:
                 row = parse_json(line, self.path, n)
             except JSONFileError:  # the line a kill cut short
                 continue
-            out[(str(row["model"]), tuple(row["removed"]))] = row
-        return out
+            self.done[(str(row["model"]), tuple(row["removed"]))] = row
+
+    @classmethod
+    def beside(cls, archive: str | Path, settings: dict[str, Any]) -> Journal:
+        return cls(Path(str(archive) + ".partial"), settings)
 
     def append(self, row: dict[str, Any]) -> None:
         append_jsonl(self.path, row, sort_keys=True, sync=True)
