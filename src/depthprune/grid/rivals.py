@@ -22,7 +22,6 @@ say how far apart those can be, and the rivals file records the machine and each
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -47,28 +46,22 @@ from depthprune.verify.firmness import (
     rivals_path,
     turned,
 )
-from depthprune.verify.replay import Decision, recorded_loss, recorded_trace, replay
+from depthprune.verify.replay import Decision, RecordedReads, recorded_loss, recorded_trace, replay
 
 
-class TurnedScore:
+class TurnedScore(RecordedReads):
     """``score`` for a followed search: recorded losses (the turned decision's two sides swapped), the
     model for the rest (``compute``), and what the cell's searcher read besides (energy, influence)."""
 
     def __init__(self, recorded: Mapping[frozenset[int], float], swap: tuple[frozenset[int], frozenset[int]],
                  compute: Callable[[frozenset[int]], float], extras: Mapping[str, Any]) -> None:
+        super().__init__(extras)
         self.losses = dict(recorded)
         a, b = swap
         if a in self.losses and b in self.losses:
             self.losses[a], self.losses[b] = self.losses[b], self.losses[a]
         self.compute = compute
         self.computed: list[frozenset[int]] = []
-        if "energy" in extras:
-            h, j = extras["energy"]
-            self.energy = lambda: ([math.nan if x is None else x for x in h],
-                                   [[math.nan if x is None else x for x in row] for row in j])
-        if "block_influence" in extras:
-            influence = [math.inf if v is None else v for v in extras["block_influence"]]
-            self.block_influence = lambda metric="cosine": list(influence)
 
     def __call__(self, s: Iterable[int]) -> float:
         s = frozenset(s)

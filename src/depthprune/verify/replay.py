@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,16 +115,12 @@ def recorded_loss(value: Any) -> float:
     return math.inf if value is None else float(value)
 
 
-class TraceScore:
-    """``score`` for a searcher, answered from a recorded trace in its recorded order.
+class RecordedReads:
+    """What a searcher reads besides losses, answered from a result's ``search_info`` (cbo's ``energy``,
+    bi's ``block_influence``; JSON's nulls back to NaN and inf): the base of every score that stands in for
+    the model on a recorded run (:class:`TraceScore`, :class:`depthprune.grid.rivals.TurnedScore`)."""
 
-    Batches (``many``) are kept as the searcher asked for them: each is one of its decisions.
-    """
-
-    def __init__(self, trace: Sequence[tuple[frozenset[int], float]], extras: dict[str, Any]) -> None:
-        self.trace = list(trace)
-        self.position = 0  # how many recorded sets have been asked for, in order
-        self.batches: list[tuple[int, list[frozenset[int]]]] = []  # (position after it, sets)
+    def __init__(self, extras: Mapping[str, Any]) -> None:
         if "energy" in extras:
             h, j = extras["energy"]
             h = [math.nan if x is None else x for x in h]
@@ -133,6 +129,19 @@ class TraceScore:
         if "block_influence" in extras:
             influence = [math.inf if v is None else v for v in extras["block_influence"]]
             self.block_influence = lambda metric="cosine": list(influence)
+
+
+class TraceScore(RecordedReads):
+    """``score`` for a searcher, answered from a recorded trace in its recorded order.
+
+    Batches (``many``) are kept as the searcher asked for them: each is one of its decisions.
+    """
+
+    def __init__(self, trace: Sequence[tuple[frozenset[int], float]], extras: dict[str, Any]) -> None:
+        super().__init__(extras)
+        self.trace = list(trace)
+        self.position = 0  # how many recorded sets have been asked for, in order
+        self.batches: list[tuple[int, list[frozenset[int]]]] = []  # (position after it, sets)
         self._gp_fits = extras.get("gp_fits")
 
     def recorded_gp(self, k: int) -> dict[str, Any]:
