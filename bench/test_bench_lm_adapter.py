@@ -63,7 +63,7 @@ def test_adapter_vs_stock_hflm(benchmark, model_id, removed, limit, max_token_ra
     if model_id != "tiny-llama3" and benchmark.disabled:
         pytest.skip("the real model is measured with --benchmark-enable")
     try:
-        # float32: the answers are compared with stock HFLM's for equality (tests/test_lm_adapter.py)
+        # float32: the answers are compared with stock HFLM's for equality (tests/core/test_lm_adapter.py)
         session = Session.open(model_id, dtype="float32")
     except WeightsUnavailable as err:
         pytest.skip(str(err))

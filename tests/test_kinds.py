@@ -16,7 +16,7 @@ PATTERNS = ["test_*.py", "*_test.py"]
 
 
 def test_every_test_file_has_a_registered_kind(pytestconfig):
-    on_disk = {p.relative_to(ROOT).as_posix() for d in ("tests", "bench") for p in (ROOT / d).glob("test_*.py")}
+    on_disk = {p.relative_to(ROOT).as_posix() for d in ("tests", "bench") for p in (ROOT / d).rglob("test_*.py")}
     assert not on_disk - set(KINDS), "test files without a kind"
     registered = {line.split(":")[0] for line in pytestconfig.getini("markers")}
     assert set(KIND_MARKERS) <= registered and set(KINDS.values()) == set(KIND_MARKERS)
@@ -30,8 +30,8 @@ def test_every_exception_names_a_test_of_its_file():
         for pattern in patterns:
             function = pattern.split("[")[0]
             assert function == "*" or f"def {function}(" in source, (path, pattern)
-    assert kind_of("tests/test_searchers.py", "test_batches_go_through_score_many[bo]") == "integration"
-    assert kind_of("tests/test_searchers.py", "test_batches_go_through_score_many[greedy]") == "unit"
+    assert kind_of("tests/search/test_searchers.py", "test_batches_go_through_score_many[bo]") == "integration"
+    assert kind_of("tests/search/test_searchers.py", "test_batches_go_through_score_many[greedy]") == "unit"
     assert kind_of("tests/test_no_such_kind.py", "test_x") is None
 
 
@@ -39,7 +39,7 @@ def test_unlisted_names_the_file_and_the_table():
     reason = unlisted(ROOT / "tests" / "test_no_such_kind.py", ROOT, PATTERNS)
     assert reason is not None and reason.startswith("tests/test_no_such_kind.py: no kind in ") and TABLE in reason
     assert unlisted(ROOT / "tests" / "test_kinds.py", ROOT, PATTERNS) is None
-    assert "tests/test_speed.py" in KINDS  # listed ahead of its branch: a listed file that is absent is no error
+    assert "tests/speed/test_speed.py" in KINDS  # listed ahead of its branch: a listed file that is absent is no error
     assert unlisted(ROOT / "tests" / "fixtures.py", ROOT, PATTERNS) is None  # no test file
     assert unlisted(Path("/elsewhere/tests/test_x.py"), ROOT, PATTERNS) is None  # not this repository's
 
@@ -60,6 +60,7 @@ pytest_collection_modifyitems = root.pytest_collection_modifyitems
 """)
     pytester.mkdir("tests")
     listed = next(path for path, kind in KINDS.items() if kind == "unit" and path.startswith("tests/"))
+    pytester.path.joinpath(listed).parent.mkdir(parents=True, exist_ok=True)
     pytester.path.joinpath(listed).write_text(
         "import pytest\n\ndef test_a():\n    pass\n\n@pytest.mark.integration\ndef test_b():\n    pass\n")
     pytester.makeini("[pytest]\naddopts = --strict-markers -p no:cacheprovider\nmarkers =\n"

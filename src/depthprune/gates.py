@@ -51,7 +51,7 @@ def _gate_hook(gates: torch.Tensor, i: int, dtype: torch.dtype):
         out = hidden_of(output)
         # In float32 (``dtype``) whatever the blocks' dtype: the gate's gradient is a sum over every
         # hidden element, and J = (g_j - g0) / 2 a difference of two nearly equal gradients, which
-        # bf16's 8-bit mantissa rounds away (tests/test_precision.py). At g = 1 the update is exact
+        # bf16's 8-bit mantissa rounds away (tests/core/test_precision.py). At g = 1 the update is exact
         # in float32, so the rounded output equals the block's own.
         gated = (inp.to(dtype) + gates[i].to(dtype) * (out.to(dtype) - inp.to(dtype))).to(out.dtype)
         if isinstance(output, tuple):

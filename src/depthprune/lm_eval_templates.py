@@ -7,7 +7,7 @@ with ``lm_eval.utils.apply_template``, which compiles the template string afresh
 those tasks (docs/measurements.md). :func:`compiled_templates` puts in, for the length of one
 evaluation, a function that compiles each distinct string once in lm-eval's own Jinja
 environment (its filters, ``StrictUndefined``) and renders it as lm-eval does, then puts
-lm-eval's own back. The prompts are the same strings (tests/test_lm_eval_templates.py renders
+lm-eval's own back. The prompts are the same strings (tests/core/test_lm_eval_templates.py renders
 the first 40 documents of every shipped task both ways). An lm-eval whose ``apply_template`` is
 not the one this was written for runs unchanged, only slower.
 """

@@ -7,7 +7,7 @@ An archive holds, one JSON line each, every cell result of a grid (its per-item 
 prior included) and the grid's dense-model files, sorted by name; the evaluation cache and results
 made on stand-ins are left out. xz output carries no timestamp, so the same results give the same
 bytes. The reporter reads archives wherever it reads results (:func:`depthprune.grid.results.iter_results`),
-so REPORT.md is rebuilt from committed archives without rerunning a cell (tests/test_archive.py
+so REPORT.md is rebuilt from committed archives without rerunning a cell (tests/grid/test_archive.py
 checks that the committed REPORT.md is what they give).
 """
 

@@ -10,7 +10,7 @@ of English technical prose with code and grammar blocks, under the Python Softwa
 Foundation License (recorded in ``manifest.json``; the license text ships beside the data).
 The topics differ between Python versions, so the ``data`` stage is run once and its output
 is *frozen*: the JSONL files are shipped, and ``manifest.json`` records the Python version
-they came from and the sha256 of every shipped file (``tests/test_real.py`` checks them).
+they came from and the sha256 of every shipped file (``tests/real/test_real_data.py`` checks them).
 The ``tasks`` stage reads the frozen splits, never ``pydoc_data``, so it rebuilds the same
 tasks on any interpreter.
 

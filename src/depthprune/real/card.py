@@ -158,9 +158,9 @@ _GEMMA3: dict[str, Any] = {
         "real profile's calibration windows (8 x 128 tokens, bfloat16): dense loss 3.245 with it, 5.640 without.",
         "Its sliding window (512 tokens) is longer than the real profile's windows (128 for calibration, 256 for "
         "the perplexity suite), so there sliding and full attention see the same tokens; they differ on longer "
-        "inputs (tests/test_gemma3.py checks the masked view and the pruned model on 600 tokens).",
+        "inputs (tests/real/test_gemma3.py checks the masked view and the pruned model on 600 tokens).",
         "A pruned copy saved as safetensors reloads with identical hidden states and the layer types of its "
-        "blocks (tests/test_gemma3.py, in the run's dtype); it is a standard checkpoint of the dequantised "
+        "blocks (tests/real/test_gemma3.py, in the run's dtype); it is a standard checkpoint of the dequantised "
         "weights, not a GGUF.",
         "At 268M parameters (100M outside the embedding) it is ~30x smaller than the paper's 8B models; it "
         "stands in for them as a real pretrained network on CPU, not as a replication of their numbers.",

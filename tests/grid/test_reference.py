@@ -1,0 +1,116 @@
+"""Reference comparison: exact sets, near ties, tolerances, public-source overlaps."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from depthprune.grid.cases import Tolerance
+from depthprune.grid.reference import (
+    compare,
+    format_failure,
+    make_reference,
+    read_reference,
+    reference_dtypes,
+    write_public_references,
+    write_reference,
+)
+
+
+def _result(removed, loss, **metrics):
+    return {"cell": "m-ppl-greedy-M2", "removed": removed, "calibration_loss": loss, "fingerprint": "f",
+            "metrics": {"wikitext2_ppl": 20.0, "hellaswag_acc_norm": 0.5, "avg_acc": 0.55,
+                        "hellaswag_acc_stderr": 0.03, **metrics}, "environment": {"dtype": "torch.bfloat16"}}
+
+
+def test_identical_result_passes_and_reference_roundtrips(tmp_path):
+    ref = make_reference(_result([3, 7], 2.0), Tolerance(), "test")
+    assert "hellaswag_acc_stderr" not in ref["metrics"] and ref["provenance"]["written_by"] == "test"
+    assert write_reference(tmp_path, ref) == tmp_path / "bfloat16" / "m-ppl-greedy-M2.json"
+    assert read_reference(tmp_path, "m-ppl-greedy-M2", "torch.bfloat16") == json.loads(json.dumps(ref))
+    assert compare(_result([3, 7], 2.0), ref) == ([], [])
+    assert read_reference(tmp_path, "absent", "bfloat16") is None
+
+
+def test_a_reference_serves_only_its_own_dtype(tmp_path):
+    write_reference(tmp_path, make_reference(_result([3, 7], 2.0), Tolerance(), "t"))
+    assert read_reference(tmp_path, "m-ppl-greedy-M2", "float32") is None
+    assert reference_dtypes(tmp_path, "m-ppl-greedy-M2") == ["bfloat16"]
+    fp32 = {**_result([3, 7], 2.0), "environment": {"dtype": "torch.float32"}}
+    write_reference(tmp_path, make_reference(fp32, Tolerance(), "t"))
+    assert reference_dtypes(tmp_path, "m-ppl-greedy-M2") == ["bfloat16", "float32"]
+    assert read_reference(tmp_path, "m-ppl-greedy-M2", "float32")["dtype"] == "float32"
+    # compare() itself refuses another precision, identical numbers or not
+    problems, _ = compare(fp32, read_reference(tmp_path, "m-ppl-greedy-M2", "bfloat16"))
+    assert problems and "made in bfloat16, this result in float32" in problems[0]
+
+
+def test_a_misfiled_reference_is_an_error_not_a_comparison(tmp_path):
+    ref = make_reference(_result([3, 7], 2.0), Tolerance(), "t")
+    (tmp_path / "float32").mkdir()
+    (tmp_path / "float32" / "m-ppl-greedy-M2.json").write_text(json.dumps(ref))
+    with pytest.raises(ValueError, match="made in bfloat16 is filed as 'float32'"):
+        read_reference(tmp_path, "m-ppl-greedy-M2", "float32")
+    with pytest.raises(ValueError, match="records no dtype"):
+        make_reference({**_result([3, 7], 2.0), "environment": {}}, Tolerance(), "t")
+
+
+def test_metric_out_of_tolerance_is_named_with_delta():
+    ref = make_reference(_result([3, 7], 2.0), Tolerance(accuracy_abs=0.02, perplexity_rel=0.01), "t")
+    problems, _ = compare(_result([3, 7], 2.0, hellaswag_acc_norm=0.45, wikitext2_ppl=20.1), ref)
+    assert len(problems) == 1 and problems[0].startswith("hellaswag_acc_norm: 0.45 vs reference 0.5")
+    assert "tolerance abs 0.02" in problems[0]
+    text = format_failure("m-ppl-greedy-M2", problems, [])
+    assert "--update-reference" in text
+
+
+def test_near_tie_accepted_far_set_rejected():
+    ref = make_reference(_result([3, 7], 2.0), Tolerance(near_tie_rel=1e-3), "t")
+    problems, notes = compare(_result([3, 8], 2.0015, avg_acc=0.1), ref)
+    assert problems == [] and "near tie" in notes[0] and "metrics not compared" in notes[0]
+    problems, _ = compare(_result([3, 8], 2.1), ref)
+    assert problems and "removed layers [3, 8] vs reference [3, 7]" in problems[0]
+
+
+def test_same_set_different_loss_fails():
+    ref = make_reference(_result([3, 7], 2.0), Tolerance(calibration_loss_rel=1e-4), "t")
+    problems, _ = compare(_result([3, 7], 2.01), ref)
+    assert problems and problems[0].startswith("calibration loss")
+
+
+def test_public_source_references(tmp_path):
+    paths = write_public_references(tmp_path)
+    assert len(paths) == 7
+    ref = read_reference(tmp_path, "llama3-8b-ppl-greedy-M9", "bfloat16")
+    assert ref["kind"] == "public-source" and "2604.24938" in ref["source"]["citation"]
+    good = _result([9, 10, 11, 12, 22, 23, 24, 25, 27], 1.0)
+    bad = _result([0, 1, 2, 3, 4, 5, 6, 7, 8], 1.0)
+    assert compare(good, ref)[0] == []
+    assert compare(bad, ref)[0] and "Jaccard 0.00" in compare(bad, ref)[0][0]
+
+
+def test_public_source_references_are_labelled_second_hand_and_quote_their_source():
+    import pathlib
+
+    from depthprune.grid.reference import PUBLIC_SOURCES
+
+    summary = pathlib.Path(__file__).resolve().parents[3] / "shared" / "paper" / "000_cf220a582586f00c.txt"
+    for entry in PUBLIC_SOURCES:
+        src = entry["source"]
+        assert src["second_hand"] and src["citation"].startswith("v1 summary (000_")
+        assert "not in the paper's own text" in src["citation"]
+        if summary.is_file():  # the developers' copy; CI has it beside the clone
+            assert src["quote"] in " ".join(summary.read_text().split())
+
+
+def test_bf16_on_other_kernels_gets_the_measured_cross_kernel_tolerance():
+    amx = {"dtype": "torch.bfloat16", "kernels": {"bf16_matmul_kernel": "brg_matmul:avx10_1_512_amx"}, "torch_threads": 1}
+    avx = {"dtype": "torch.bfloat16", "kernels": {"bf16_matmul_kernel": "brg_matmul:avx512_core_bf16"}, "torch_threads": 1}
+    ref = make_reference({**_result([3, 7], 2.0), "environment": amx}, Tolerance(), "t")
+    near = {**_result([3, 7], 2.0 * (1 + 1.5e-3)), "environment": avx}
+    problems, notes = compare(near, ref)
+    assert problems == [] and "other matmul kernels" in notes[0]
+    assert compare({**near, "environment": amx}, ref)[0]  # the same kernels keep the grid's 1e-4
+    assert compare({**near, "environment": {**amx, "torch_threads": 2}}, ref)[0] == []  # another thread count
+    assert compare({**_result([3, 7], 2.0 * (1 + 3e-3)), "environment": avx}, ref)[0]  # beyond what was measured

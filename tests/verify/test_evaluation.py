@@ -1,0 +1,124 @@
+"""Evaluation re-measurement (depthprune.verify.evaluation, rule E1) on an archived cell with a stand-in
+measurement: the sample rule, the item and window checks, cross-fitted bands, and what a cell's status
+becomes. Model-free: ``depthprune verify`` runs the same checks on outcomes evaluated here."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+from scipy.stats import hypergeom
+
+from depthprune.verify import bands
+from depthprune.verify import evaluation as ev
+from depthprune.verify.remeasure import FAILED, NOT_VERIFIED, VERIFIED, check_cell
+from depthprune.verify.run import select_cells
+
+ARCHIVE = Path(__file__).resolve().parents[2] / "archive"
+PAIR = "bf16/amx | fp32/cpu-avx2"
+
+
+@pytest.fixture(scope="module")
+def tiny() -> list[dict]:
+    return select_cells([ARCHIVE], ["tiny"])
+
+
+@pytest.fixture(scope="module")
+def cell(tiny) -> dict:
+    return next(r for r in tiny if r["cell"] == "tiny-llama3-ppl-greedy-M3")
+
+
+def as_recorded(result: dict, seed: int = 0) -> ev.Measured:
+    """What a machine that reproduces the recorded outcomes exactly would measure on the sample."""
+    items, windows = ev.sample(result, seed)
+    return ev.Measured(
+        {t: {m: {i: int(result["item_outcomes"][t][m][i]) for i in idx} for m in result["item_outcomes"][t]}
+         for t, idx in items.items()},
+        {name: {i: result["window_nll"][name][i] for i in idx} for name, idx in windows.items()})
+
+
+def band(rate: float = 0.0, relative: float = 1e-3) -> ev.EvalBand:
+    return ev.EvalBand(PAIR, "tiny-llama3", 1, rate, {"c4": relative, "wikitext2": relative}, "test")
+
+
+@pytest.mark.parametrize("population", [32, 88, 250, 1700, 1809])
+def test_the_sample_catches_a_one_percent_change_with_95_percent(population):
+    n = ev.sample_size(population)
+    changed = max(1, -(-population // 100))
+    assert hypergeom.pmf(0, population, changed, n) <= 0.05 < hypergeom.pmf(0, population, changed, n - 1)
+    assert ev.detectable_change(population, n, allowed=0) <= changed / population + 1e-12
+
+
+def test_the_sample_is_seeded_by_the_removed_set_not_the_cell(tiny, cell):
+    twin = next(r for r in tiny if r["model"] == cell["model"] and r["removed"] == cell["removed"]
+                and r["cell"] != cell["cell"])
+    assert ev.sample(twin) == ev.sample(cell)  # one evaluation serves both
+    assert ev.sample(cell, seed=1) != ev.sample(cell)
+    items, windows = ev.sample(cell)
+    assert sum(map(len, items.values())) == ev.sample_size(sum(ev.item_counts(cell).values()))
+    assert set(windows) == set(cell["window_nll"])
+
+
+def test_the_recorded_outcomes_verify(cell):
+    check = ev.check_evaluation(cell, as_recorded(cell), band())
+    assert check.status == ev.VERIFIED and check.disagreements == 0 and check.agreement == 1.0
+    assert check.items == ev.sample_size(check.population) and check.detectable <= 0.011
+
+
+def test_an_edited_item_outcome_in_the_sample_fails_naming_it(cell):
+    items, _ = ev.sample(cell)
+    task = sorted(items)[0]
+    doc = items[task][0]
+    edited = copy.deepcopy(cell)
+    outcomes = edited["item_outcomes"][task]["acc"]
+    edited["item_outcomes"][task]["acc"] = outcomes[:doc] + str(1 - int(outcomes[doc])) + outcomes[doc + 1:]
+    check = ev.check_evaluation(edited, as_recorded(cell), band())
+    assert check.status == ev.FAILED and f"{task} item {doc} acc" in check.disagreement
+    # a band that allows rounding's flips lets one through, and says what it can still catch
+    lenient = ev.check_evaluation(edited, as_recorded(cell), band(rate=0.01))
+    assert lenient.status == ev.VERIFIED and lenient.disagreements == 1 and lenient.allowed >= 1
+    assert lenient.detectable > check.detectable
+
+
+def test_a_window_past_its_band_fails_and_a_missing_band_is_not_verified(cell):
+    measured = as_recorded(cell)
+    first = next(iter(measured.windows["c4"]))
+    recorded = cell["window_nll"]["c4"][first]
+    measured.windows["c4"][first] += 1.5e-3 * recorded  # 1.5 times a relative band of 1e-3
+    failed = ev.check_evaluation(cell, measured, band(relative=1e-3))
+    assert failed.status == ev.FAILED and failed.disagreement.startswith("c4 window")
+    # the band scales with the window's recorded NLL: twice as wide a relative band lets it through
+    assert ev.check_evaluation(cell, measured, band(relative=2e-3)).status == ev.VERIFIED
+    assert ev.check_evaluation(cell, measured, None).status == ev.NOT_VERIFIED
+    no_c4 = ev.EvalBand(PAIR, "tiny-llama3", 1, 0.0, {"wikitext2": 1.0}, "test")
+    assert ev.check_evaluation(cell, as_recorded(cell), no_c4).status == ev.NOT_VERIFIED
+
+
+def test_bands_are_cross_fitted_and_measured_once_per_measurement(cell):
+    mine = ev.fold(cell["model"], cell["removed"])
+    rows = [(PAIR, cell["model"], mine, 0.5, {"c4": 1.0}), (PAIR, cell["model"], 1 - mine, 0.01, {"c4": 0.002}),
+            (PAIR, cell["model"], 1 - mine, 0.02, {"c4": 0.001})]
+    table = bands.measure([(PAIR, "ppl", cell["model"], 1, 3.0, 3.0003)], {"command": "test"}, None, rows)
+    got = ev.lookup(table, "bf16/amx", "fp32/cpu-avx2", cell["model"], cell["removed"])
+    assert got.fold == 1 - mine and got.rate == pytest.approx(bands.FACTOR * 0.02)
+    assert got.windows["c4"] == pytest.approx(bands.FACTOR * 0.002) and got.flagged is None
+    other = ev.lookup(table, "bf16/amx", "fp32/cpu-avx512", "tiny-qwen3", [0])
+    assert other.flagged and other.rate == pytest.approx(bands.FACTOR * 0.5)
+    assert ev.lookup(table, "bf16/amx", "bf16/avx512-bf16", cell["model"], cell["removed"]) is None
+    again = bands.measure([(PAIR, "ppl", "tiny-qwen3", 1, 3.0, 3.0003)], {"command": "again"}, table, [])
+    assert set(again["measurements"]) == {"m1", "m2"}
+    assert {r["measured_by"] for r in again["bands"]} == {"m1", "m2"}
+    next_model = bands.measure([(PAIR, "ppl", "tiny-llama3.1", 1, 3.0, 3.0003)], {"command": "again"}, again, [])
+    assert set(next_model["measurements"]) == {"m1", "m2"}  # the same run's next model: kept once
+
+
+def test_the_evaluation_decides_the_cells_status(cell):
+    sets_ok = check_cell(cell, lambda sets: [dict((frozenset(s), v) for s, v in cell["trace"])[s] for s in sets],
+                         lambda loss: bands.Band(PAIR, "ppl", "tiny-llama3", loss, 1e-3, "test"), "fp32/cpu-avx2")
+    assert sets_ok.status == VERIFIED
+    failed, unchecked = copy.deepcopy(sets_ok), copy.deepcopy(sets_ok)
+    failed.add_evaluation(ev.EvalCheck(status=ev.FAILED, disagreement="c4 window 3: ..."))
+    assert failed.status == FAILED and failed.disagreement == "evaluation: c4 window 3: ..."
+    unchecked.add_evaluation(ev.check_evaluation(cell, as_recorded(cell), None))
+    assert unchecked.status == NOT_VERIFIED and unchecked.to_dict()["evaluation"]["status"] == "NOT VERIFIED"

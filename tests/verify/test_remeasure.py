@@ -1,0 +1,129 @@
+"""Re-measurement's checks (depthprune.verify.remeasure) and bands (depthprune.verify.bands), on an
+archived cell with a stand-in score function: the model-free half of ``depthprune verify``."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from depthprune.verify import bands
+from depthprune.verify.remeasure import FAILED, NOT_VERIFIED, VERIFIED, check_cell
+from depthprune.verify.run import select_cells
+
+ARCHIVE = Path(__file__).resolve().parents[2] / "archive"
+HERE = "fp32/cpu-avx2"
+
+
+@pytest.fixture(scope="module")
+def greedy() -> dict:
+    return next(r for r in select_cells([ARCHIVE], ["tiny"]) if r["cell"] == "tiny-llama3-ppl-greedy-M3")
+
+
+def recorded_score(cell: dict, shift: dict | None = None):
+    """The recorded losses, each moved by ``shift[set]`` (default 0): what a machine would measure."""
+    losses = {frozenset(s): v for s, v in cell["trace"]}
+    return lambda sets: [losses[s] + (shift or {}).get(s, 0.0) for s in sets]
+
+
+def band(nats: float):
+    """``band_for``: the same band for every loss."""
+    return lambda loss: bands.Band("bf16/amx | fp32/cpu-avx2", "ppl", "tiny-llama3", loss, nats, "test")
+
+
+def test_the_recorded_losses_verify_and_near_ties_are_forks(greedy):
+    check = check_cell(greedy, recorded_score(greedy), band(3e-4), HERE)
+    assert check.status == VERIFIED and check.sets_checked >= 1 + 2 * 3
+    assert check.forks and all(f.decision.gap <= 3e-4 for f in check.forks)
+    assert check.label.startswith("VERIFIED WITH")
+    assert check_cell(greedy, recorded_score(greedy), band(1e-9), HERE).label == "VERIFIED"
+
+
+def test_a_loss_moved_past_the_band_fails_naming_the_set(greedy):
+    removed = frozenset(greedy["removed"])
+    check = check_cell(greedy, recorded_score(greedy, {removed: 1e-3}), band(3e-4), HERE)
+    assert check.status == FAILED and str(sorted(removed)) in check.disagreement
+
+
+def test_a_decided_decision_that_turns_fails(greedy):
+    """The final decision's rival made better here than the answer, past the band: not rounding."""
+    check = check_cell(greedy, recorded_score(greedy), band(1e-9), HERE)
+    final = next(d for d in check.replay.decisions if d.kind == "final")
+    turned = {frozenset(final.rival): -(final.gap + 1e-6)}
+    check = check_cell(greedy, recorded_score(greedy, turned), band(final.gap / 2 + 1e-6 + final.gap), HERE)
+    assert check.status == VERIFIED  # inside a wide band: a fork, reported, not a failure
+    assert any(f.flipped for f in check.forks)
+    check = check_cell(greedy, recorded_score(greedy, turned), band(final.gap / 2), HERE)
+    assert check.status == FAILED
+
+
+def test_no_band_is_not_verified_and_a_replay_failure_fails(greedy):
+    assert check_cell(greedy, recorded_score(greedy), lambda loss: None, HERE).status == NOT_VERIFIED
+    edited = copy.deepcopy(greedy)
+    edited["calibration_loss"] += 1.0
+    check = check_cell(edited, recorded_score(greedy), band(1.0), HERE)
+    assert check.status == FAILED and check.disagreement.startswith("replay:")
+
+
+def test_bands_are_measured_and_an_unmeasured_pair_borrows_the_widest_flagged():
+    """Rule 3: a ppl band is relative to the recorded loss and pools every size; a margin band is in nats."""
+    pair = "bf16/amx | fp32/cpu-avx2"
+    diffs = [(pair, "ppl", "tiny-llama3", 1, 3.0, 3.0 + d) for d in (3e-4, -9e-4)]  # 1e-4 and 3e-4 relative
+    diffs += [(pair, "ppl", "tiny-llama3", 3, 8.0, 8.0016)]  # 2e-4 relative: not the largest, whatever its size
+    diffs += [(pair, "ppl", "tiny-qwen3", 1, 2.0, 2.002)]  # 1e-3 relative
+    diffs += [(pair, "margin", "tiny-llama3", 2, 0.01, 0.03), (pair, "margin", "tiny-llama3", 0, -1.5, -1.51)]
+    table = bands.measure(diffs, {"command": "test"})
+    assert {r["kind"] for r in table["bands"]} == {"relative", "absolute"}
+    exact = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3", 3.0)
+    assert exact.nats == pytest.approx(bands.FACTOR * 3e-4 * 3.0) and exact.flagged is None
+    deeper = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3", 8.4)  # grows with the loss
+    assert deeper.nats == pytest.approx(bands.FACTOR * 3e-4 * 8.4) and deeper.flagged is None
+    margin = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-llama3", 0.001)
+    assert margin.nats == pytest.approx(bands.FACTOR * 0.02)  # absolute: the same near 0 as far from it
+    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-llama3", -7.0).nats == margin.nats
+    other = bands.lookup(table, "bf16/amx", "fp32/cpu-avx512", "ppl", "smollm2-135m", 2.5)
+    assert other.nats == pytest.approx(bands.FACTOR * 1e-3 * 2.5) and "no band measured" in other.flagged
+    assert bands.lookup(table, "bf16/amx", "bf16/avx512-bf16", "ppl", "tiny-llama3", 3.0) is None
+    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-qwen3", 1.0).flagged
+
+
+def test_measuring_sets_are_never_checked(greedy):
+    """Rule 2: the held-out sets are no removed set and no decision's set, and the checks' sample avoids them."""
+    from depthprune.verify.remeasure import _sets_to_check, held_out
+    from depthprune.verify.replay import replay
+
+    rep = replay(greedy)
+    held = held_out([greedy], [rep], seed=0)
+    assert held and all(len(s) >= 2 for s in held)
+    checked = _sets_to_check(greedy, rep, 0, set(held))
+    assert not set(held) & set(checked) and frozenset(greedy["removed"]) in checked
+
+
+def test_numeric_classes():
+    amx = {"dtype": "torch.bfloat16", "kernels": {"bf16_matmul_kernel": "brg_matmul:avx10_1_512_amx"}}
+    assert bands.numeric_class(amx) == "bf16/amx"
+    assert bands.numeric_class({"dtype": "torch.float32", "kernels": {"capability": "AVX2"}}) == "fp32/cpu-avx2"
+    assert bands.numeric_class({"dtype": "torch.bfloat16", "device": "cuda:0"}) == "bf16/cuda"
+
+
+def test_the_shipped_table_is_of_this_rule_and_says_how_it_was_measured():
+    """verify reads bands.json: its bands must be this rule's, each naming a measurement (command, commit,
+    machine, cells) that the table keeps; written by --measure-bands, never by hand."""
+    import json
+
+    table = json.loads(bands.BANDS_FILE.read_text())
+    assert table["rule"] == bands.RULE and table["evaluation_rule"] == bands.EVAL_RULE
+    assert table == bands.load_table()  # a table of another rule would load empty
+    rows = table["bands"] + table["evaluation"]
+    assert rows and {r["measured_by"] for r in rows} == set(table["measurements"])
+    for m in table["measurements"].values():
+        assert m["command"].startswith("depthprune verify ") and "--measure-bands" in m["command"]
+        assert len(m["commit"].removesuffix("+dirty")) == 40 and m["machine"] and m["cells"] and m["rule"] == bands.RULE
+    for r in table["bands"]:
+        assert r["kind"] == bands.KIND[r["objective"]] and r["band"] == pytest.approx(r["factor"] * r["largest_difference"])
+
+
+def test_a_zero_ppl_loss_adds_no_relative_difference():
+    table = bands.measure([("a | b", "ppl", "m", 1, 0.0, 1e-3), ("a | b", "ppl", "m", 1, 2.0, 2.002)], {"command": "t"})
+    assert table["bands"][0]["largest_difference"] == pytest.approx(1e-3) and table["bands"][0]["sets"] == 1
