@@ -71,6 +71,7 @@ KINDS: dict[str, str] = {
     "tests/test_report_firmness.py": "unit",
     "tests/test_report_layout.py": "unit",
     "tests/test_report_real_section.py": "unit",
+    "tests/test_result_type.py": "unit",
     "tests/test_schedule.py": "unit",
     "tests/test_score_store.py": "integration",
     "tests/test_scoring.py": "unit",

@@ -35,9 +35,11 @@ Readers get the identity's fields lifted to the top level as well (``r["model"]`
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from depthprune import jsonio
 from depthprune.jsonio import JSONFileError
@@ -82,6 +84,112 @@ class Identity:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class Condition(NamedTuple):
+    """A report condition: the cells whose searchers the report compares with each other (a grid's
+    model, calibration objective and budget); :attr:`Result.condition`."""
+
+    grid: str | None
+    model: str
+    objective: str
+    budget: int
+
+
+#: identity fields that are no top-level field of the stored form (all of them): ``r[key]`` is refused
+_IDENTITY_KEYS = frozenset(Identity.__dataclass_fields__) - set(REQUIRED_FIELDS)
+
+
+class Result(Mapping[str, Any]):
+    """One cell result as stored (schema 2), read-only: a mapping over its top-level fields, and typed
+    accessors for what every reader needs. The identity is read one way, ``r.identity.<field>``; a
+    lifted read (``r["model"]``, ``r.get("search")``) raises a :class:`KeyError` saying so.
+
+    Made from a stored dict already checked (:meth:`of`).
+    """
+
+    __slots__ = ("_data", "_identity")
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data = {**data, "identity": dict(data["identity"])}  # a copy: the caller's dicts may change later
+        self._identity = Identity(**self._data["identity"])
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Result:
+        """``data`` (a stored result, or already a :class:`Result`) as a :class:`Result`; not checked."""
+        return data if isinstance(data, Result) else cls(data)
+
+    def __getitem__(self, key: str) -> Any:
+        if key in _IDENTITY_KEYS:
+            raise KeyError(f"{key!r} is an identity field, not a top-level one: read r.identity.{key}")
+        if key == "identity":  # read-only: r.identity is the one way to read it
+            return MappingProxyType(self._data["identity"])
+        return self._data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self._data or key in _IDENTITY_KEYS else default
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Result):
+            return self._data == other._data
+        return isinstance(other, Mapping) and self._data == dict(other)
+
+    __hash__ = None  # type: ignore[assignment]  # a mapping: equal by value, not hashable
+
+    def __repr__(self) -> str:
+        return f"Result(cell={self._data.get('cell')!r}, identity={self._identity!r})"
+
+    def replace(self, identity: Identity | None = None, **fields: Any) -> Result:
+        """A copy with these top-level fields set, and ``identity`` if given (an identity field is no
+        top-level one: ``r.replace(identity=dataclasses.replace(r.identity, grid=...))``)."""
+        bad = set(fields) & _IDENTITY_KEYS
+        if bad:
+            raise KeyError(f"{', '.join(sorted(bad))}: identity fields; pass identity=")
+        if identity is not None:
+            fields["identity"] = identity.to_dict()
+        return Result({**self._data, **fields})
+
+    @property
+    def identity(self) -> Identity:
+        return self._identity
+
+    @property
+    def condition(self) -> Condition:
+        ident = self._identity
+        return Condition(ident.grid, ident.model, ident.objective, ident.budget)
+
+    @property
+    def cell(self) -> str | None:
+        cell: str | None = self._data["cell"]
+        return cell
+
+    @property
+    def removed(self) -> list[int]:
+        return list(self._data["removed"])
+
+    @property
+    def calibration_loss(self) -> float:
+        return float(self._data["calibration_loss"])
+
+    @property
+    def evaluated(self) -> bool:
+        return bool(self._data["evaluated"])
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        metrics: dict[str, Any] = self._data["metrics"]
+        return metrics
+
+    @property
+    def cost(self) -> dict[str, Any]:
+        cost: dict[str, Any] = self._data["cost"]
+        return cost
 
 
 def fingerprint(settings: dict[str, Any]) -> str:
