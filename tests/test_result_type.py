@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 
 import pytest
 
-from depthprune.result import SCHEMA, Condition, Identity, Result
+from depthprune.grid.results import read_result, write_result
+from depthprune.result import SCHEMA, Condition, Identity, Result, ResultError, check_result, to_json, validate
 
 
 def stored(**over) -> dict:
@@ -23,8 +25,8 @@ def stored(**over) -> dict:
     return {**data, **over}
 
 
-def test_a_result_has_typed_accessors():
-    r = Result(stored())
+def test_a_read_result_is_a_result_with_typed_accessors():
+    r = validate(stored(), "here")
     assert isinstance(r, Result)
     assert r.identity == Identity(**stored()["identity"])
     assert (r.identity.model, r.identity.search, r.identity.budget) == ("m", "greedy", 2)
@@ -34,16 +36,16 @@ def test_a_result_has_typed_accessors():
 
 
 def test_it_is_a_mapping_over_the_stored_form_only():
-    r = Result(stored())
+    r = validate(stored(), "here")
     assert list(r) == list(stored()) and len(r) == len(stored())
     assert r["trace"] == stored()["trace"] and r.get("prior") is None and r.get("prior", []) == []
     assert "identity" in r and "model" not in r
-    assert r == stored() and r == Result(stored()) and r != stored(removed=[0, 1])
+    assert r == stored() and r == validate(stored(), "again") and r != stored(removed=[0, 1])
 
 
 @pytest.mark.parametrize("key", sorted(Identity.__dataclass_fields__))
 def test_a_lifted_identity_read_raises_and_says_how_to_read_it(key):
-    r = Result(stored())
+    r = validate(stored(), "here")
     with pytest.raises(KeyError, match=rf"r\.identity\.{key}"):
         r[key]
     with pytest.raises(KeyError, match=rf"r\.identity\.{key}"):
@@ -54,7 +56,7 @@ def test_a_lifted_identity_read_raises_and_says_how_to_read_it(key):
 
 def test_it_is_read_only_and_does_not_follow_its_source():
     data = stored()
-    r = Result(data)
+    r = validate(data, "here")
     with pytest.raises(TypeError):
         r["removed"] = [0]  # type: ignore[index]
     with pytest.raises(TypeError):
@@ -65,7 +67,7 @@ def test_it_is_read_only_and_does_not_follow_its_source():
 
 
 def test_replace_gives_a_new_result():
-    r = Result(stored())
+    r = validate(stored(), "here")
     s = r.replace(removed=[2, 3], speed={"median": 1.2})
     assert (s.removed, s["speed"], r.removed, "speed" in r) == ([2, 3], {"median": 1.2}, [1, 4], False)
     t = r.replace(identity=dataclasses.replace(r.identity, grid="h", budget=3))
@@ -74,7 +76,25 @@ def test_replace_gives_a_new_result():
         r.replace(model="other")
 
 
+def test_the_stored_form_and_its_bytes_do_not_change(tmp_path):
+    data = stored()
+    r = check_result(json.loads(json.dumps(data)), tmp_path / "x.json")
+    back = to_json(r)
+    assert back == data and type(back) is dict and type(back["identity"]) is dict
+    assert json.dumps(back) == json.dumps(data)  # key order kept, identity nested, nothing lifted
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    write_result(a, data)
+    write_result(b, read_result(a))  # a read result written again: the same bytes
+    assert a.read_bytes() == b.read_bytes()
+    assert to_json(data) == data  # a new result (recipe.make_result's dict) already is the stored form
+
+
 def test_a_copy_is_a_result_too():
-    r = Result(stored())
+    r = validate(stored(), "here")
     c = copy.deepcopy(r)
     assert isinstance(c, Result) and c == r and c.identity == r.identity
+
+
+def test_validate_still_refuses_what_is_no_result():
+    with pytest.raises(ResultError, match="here: missing field"):
+        validate({k: v for k, v in stored().items() if k != "cost"}, "here")

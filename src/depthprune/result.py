@@ -28,8 +28,10 @@ Top-level fields (``*`` = only meaningful when ``evaluated``)::
     trace                  [[removed set], loss] in the searcher's evaluation order
     environment, fingerprint, settings, finished
 
-Readers get the identity's fields lifted to the top level as well (``r["model"]``,
-``r["search"]``, ...), by :func:`read_result`.
+Readers get a :class:`Result`: a read-only mapping over exactly this stored form (``r["metrics"]``,
+``r["trace"]``, ...) whose identity is read one way, typed: ``r.identity.model``, ``r.identity.search``,
+and a report condition's key as ``r.condition``. The identity's fields are not at the top level
+(``r["model"]`` raises a :class:`KeyError` that says so).
 """
 
 from __future__ import annotations
@@ -105,7 +107,10 @@ class Result(Mapping[str, Any]):
     accessors for what every reader needs. The identity is read one way, ``r.identity.<field>``; a
     lifted read (``r["model"]``, ``r.get("search")``) raises a :class:`KeyError` saying so.
 
-    Made from a stored dict already checked (:meth:`of`).
+    Made by :func:`validate` / :func:`check_result` (so by every reader of results), or from a stored
+    dict already checked with :meth:`of`. :func:`to_json` gives the stored dict back, unchanged. Its
+    top level and identity cannot be set; nested values (``metrics``, ``trace``...) are the stored JSON's
+    own: a change is a new result, :meth:`replace`.
     """
 
     __slots__ = ("_data", "_identity")
@@ -221,12 +226,12 @@ def _problem(data: Any) -> str | None:
     return None
 
 
-def validate(data: Any, where: str) -> dict[str, Any]:
-    """Check a result object; returns it with the identity's fields lifted to the top level."""
+def validate(data: Any, where: str) -> Result:
+    """Check a result object; returns it as a :class:`Result`."""
     problem = _problem(data)
     if problem is not None:
         raise ResultError(f"{where}: {problem}")
-    return {**data, **data["identity"]}
+    return Result(data)
 
 
 def is_result(data: Any) -> bool:
@@ -258,21 +263,21 @@ def read_json_file(path: str | Path) -> Any:
         raise ResultFileError(path, f"cannot be read ({err.strerror or err})") from None
 
 
-def check_result(data: Any, path: str | Path, line: int | None = None, name: str | None = None) -> dict[str, Any]:
-    """``data`` read from ``path`` (its line ``line``, archive member ``name``) as a result, lifted as
+def check_result(data: Any, path: str | Path, line: int | None = None, name: str | None = None) -> Result:
+    """``data`` read from ``path`` (its line ``line``, archive member ``name``) as a :class:`Result`, as
     :func:`validate` does; a :class:`ResultFileError` that names the file where it is not one."""
     problem = _problem(data)
     if problem is not None:
         raise ResultFileError(path, problem if name is None else f"{name}: {problem}", line)
-    return {**data, **data["identity"]}
+    return Result(data)
 
 
-def read_result(path: str | Path) -> dict[str, Any]:
+def read_result(path: str | Path) -> Result:
     """The result in ``path``; a :class:`ResultFileError` naming it when it is not a complete result of this schema."""
     return check_result(read_json_file(path), path)
 
 
-def read_result_file(path: str | Path) -> dict[str, Any] | None:
+def read_result_file(path: str | Path) -> Result | None:
     """As :func:`read_result`, but None for a JSON file that is no result at all (:func:`is_result`):
     what the readers of a results directory skip on purpose. A broken file still raises."""
     data = read_json_file(path)
@@ -287,7 +292,8 @@ def read_dense(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def to_json(result: dict[str, Any]) -> dict[str, Any]:
-    """The stored form: identity fields only inside ``identity`` (undoes :func:`validate`'s lifting)."""
-    lifted = set(Identity.__dataclass_fields__) - set(REQUIRED_FIELDS)
-    return {k: v for k, v in result.items() if k not in lifted}
+def to_json(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored form, as a plain dict (a :class:`Result` is a view of it; a new result already is it)."""
+    if isinstance(result, Result):
+        return {**result._data, "identity": dict(result._data["identity"])}
+    return dict(result)

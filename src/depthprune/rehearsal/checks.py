@@ -42,18 +42,17 @@ def check_result(result: dict[str, Any], grid: Grid, cell: Cell,
     lm-eval task's evaluation-split size in the stand-in data (to predict the items evaluated)."""
     problems: list[str] = []
     try:
-        validate(result, cell.id)
+        ident = validate(result, cell.id).identity
     except ResultError as err:
         return [f"schema: {err}"]
-    ident = result["identity"]
     n_layers = MODELS[cell.model].n_layers
     if n_layers is None:
         return [f"model {cell.model} has no registered layer count: a rehearsal cell needs one"]
     expect = {"stand_in": True, "grid": grid.name, "model": cell.model, "objective": cell.objective,
               "search": cell.search, "budget": cell.budget, "search_seed": cell.seed, "profile": "paper"}
     for key, value in expect.items():
-        if ident.get(key) != value:
-            problems.append(f"identity.{key} = {ident.get(key)!r}, expected {value!r}")
+        if getattr(ident, key) != value:
+            problems.append(f"identity.{key} = {getattr(ident, key)!r}, expected {value!r}")
     if result["n_layers"] != n_layers:
         problems.append(f"n_layers {result['n_layers']} != the real model's {n_layers}")
     removed = result["removed"]
