@@ -95,6 +95,10 @@ def test_a_copy_is_a_result_too():
     assert isinstance(c, Result) and c == r and c.identity == r.identity
 
 
-def test_validate_still_refuses_what_is_no_result():
+def test_validate_still_refuses_what_is_no_result_and_checks_a_result_again():
     with pytest.raises(ResultError, match="here: missing field"):
         validate({k: v for k, v in stored().items() if k != "cost"}, "here")
+    r = validate(stored(), "here")
+    assert validate(r, "again") == r  # what the rehearsal's check does with GridRunner.result's answer
+    with pytest.raises(ResultError, match="again: missing field"):
+        validate(Result({k: v for k, v in stored().items() if k != "cost"}), "again")

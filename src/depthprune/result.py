@@ -202,7 +202,10 @@ def fingerprint(settings: dict[str, Any]) -> str:
 
 
 def _problem(data: Any) -> str | None:
-    """What keeps ``data`` from being a result of this schema, or None."""
+    """What keeps ``data`` (a JSON value, or a :class:`Result` to check again) from being a result of this
+    schema, or None."""
+    if isinstance(data, Result):
+        data = to_json(data)
     if not isinstance(data, dict):
         return "not a JSON object"
     if data.get("schema") != SCHEMA:
