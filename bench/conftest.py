@@ -123,9 +123,11 @@ def _verify_cells(metafunc) -> None:
         raise pytest.UsageError(str(err)) from None
     models, objectives = config.getoption("--model"), config.getoption("--objective")
     for option, wanted, field in (("--model", models, "model"), ("--objective", objectives, "objective")):
-        _refuse_unknown(option, wanted, {r[field] for r in cells}, "no archived cell of the selected grids has it")
-    cells = [r for r in cells if (not models or r["model"] in models) and (not objectives or r["objective"] in objectives)]
-    metafunc.parametrize("verify_cell", [pytest.param(r, id=f"{r['grid']}-{r['cell']}") for r in cells])
+        _refuse_unknown(option, wanted, {getattr(r.identity, field) for r in cells},
+                        "no archived cell of the selected grids has it")
+    cells = [r for r in cells if (not models or r.identity.model in models)
+             and (not objectives or r.identity.objective in objectives)]
+    metafunc.parametrize("verify_cell", [pytest.param(r, id=f"{r.identity.grid}-{r['cell']}") for r in cells])
 
 
 def pytest_generate_tests(metafunc):

@@ -60,8 +60,8 @@ def test_rehearsal_cell(rehearsal_cell, rehearsal_runner, rehearsal_manifest, tm
         result = rehearsal_runner.result(grid, cell)
     except CellSkipped as reason:
         pytest.fail(f"{cell.id}: a rehearsal cell must run here, but: {reason}")
-    if not result["identity"]["stand_in"]:
-        pytest.fail(f"{cell.id}: ran on a checkpoint without the stand-in marker: {result['identity']['weights']}")
+    if not result.identity.stand_in:
+        pytest.fail(f"{cell.id}: ran on a checkpoint without the stand-in marker: {result.identity.weights}")
     data = rehearsal_manifest["data"]
     names = {PAPER.lm_eval_task(t) for t in (*grid.eval_config(PAPER).tasks, "lambada")}
     split = {"arc_easy": "test", "arc_challenge": "test", "lambada_openai": "test"}
@@ -82,4 +82,4 @@ def test_rehearsal_results_stay_apart(rehearsal_manifest, request):
     if not where.is_dir():
         pytest.skip("no rehearsal results yet")
     assert not list(iter_results([where])), "a rehearsal result was read as a real one"
-    assert all(r["stand_in"] for r in iter_results([where], stand_in=True))
+    assert all(r.identity.stand_in for r in iter_results([where], stand_in=True))

@@ -72,6 +72,16 @@ def write_jsonl(path: Path, texts: list[str]) -> Path:
     return path
 
 
+def stored_identity(**fields: object) -> dict:
+    """A complete stored ``identity`` (:class:`depthprune.result.Identity`), ``fields`` set, the rest made up."""
+    from depthprune.result import Identity
+
+    made_up = dict(grid="t", model="m", weights="sha256:test", profile="tiny", objective="ppl", dataset="d",
+                   answer=None, calibration_seed=0, search="greedy", variant="default", budget=1, search_seed=0,
+                   stand_in=False)
+    return Identity(**{**made_up, **fields}).to_dict()  # type: ignore[arg-type]
+
+
 def result_v2(model: str, objective: str, search: str, removed: list[int], loss: float, *, budget: int = 3,
               n_layers: int = 12, evaluations: int = 10, metrics: dict | None = None, grid: str = "t",
               seed: int = 0, variant: str = "default") -> dict:

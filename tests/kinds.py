@@ -44,6 +44,7 @@ KINDS: dict[str, str] = {
     "tests/core/test_params.py": "unit",
     "tests/core/test_precision.py": "integration",
     "tests/core/test_registry.py": "unit",
+    "tests/core/test_result_type.py": "unit",
     "tests/core/test_score_store.py": "integration",
     "tests/core/test_scoring.py": "unit",
     "tests/core/test_task_baselines.py": "unit",

@@ -15,6 +15,9 @@ import math
 
 import numpy as np
 
+from depthprune.result import Result
+from tests.fixtures import stored_identity
+
 SEARCHERS = ("oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs")
 OBJECTIVES = ("ppl", "margin")
 MODELS = ("m-a", "m-b")
@@ -30,8 +33,8 @@ def grid_results(seed: int, *, n_items: int = 32, n_windows: int = 8, shared: fl
                  acc_objective: tuple[float, float] = (0.45, 0.35), acc_searcher: float = 0.0,
                  lppl_objective: tuple[float, float] = (3.0, 3.6), lppl_searcher: float = 0.02,
                  window_sd: float = 0.3, rho: tuple[float, float] | None = None,
-                 extra_sets: int = 0) -> list[dict]:
-    """Result dicts of one constructed grid.
+                 extra_sets: int = 0) -> list[Result]:
+    """The results of one constructed grid.
 
     ``acc_searcher``: spread of a searcher effect on accuracy (true accuracies of one condition's
     searchers spread evenly over ± this, in a seeded order per condition); 0 = the searcher does
@@ -66,11 +69,12 @@ def grid_results(seed: int, *, n_items: int = 32, n_windows: int = 8, shared: fl
                     outcomes = draw < p[j]
                     windows = lppl[j] + window_difficulty + rng.normal(0, 0.05, n_windows)
                     set_no += 1
-                    out.append({
-                        "grid": "noise", "model": model, "budget": budget, "objective": objective,
-                        "search": search if j < len(SEARCHERS) else "rank",
-                        "variant": "default" if j < len(SEARCHERS) else f"q{j}",
-                        "calibration_seed": 0, "search_seed": 0, "n_layers": 30,
+                    ident = stored_identity(grid="noise", model=model, budget=budget, objective=objective,
+                                            search=search if j < len(SEARCHERS) else "rank",
+                                            variant="default" if j < len(SEARCHERS) else f"q{j}",
+                                            calibration_seed=0, search_seed=0)
+                    out.append(Result({
+                        "identity": ident, "n_layers": 30,
                         "removed": [set_no % 30, (set_no // 30) % 30 + 100, set_no + 1000],
                         "calibration_loss": float(lppl[j]),
                         "metrics": {"avg_acc": float(outcomes.mean()), f"{TASK}_acc_norm": float(outcomes.mean()),
@@ -79,5 +83,5 @@ def grid_results(seed: int, *, n_items: int = 32, n_windows: int = 8, shared: fl
                         "window_nll": {"c4": [float(w) for w in windows]},
                         "evaluation_protocol": {"zero_shot": {"headline_metric": {TASK: "acc_norm"}}},
                         "cost": {"layer_forwards": 1, "seconds": 1.0},
-                    })
+                    }))
     return out

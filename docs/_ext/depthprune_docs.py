@@ -218,8 +218,8 @@ class ResultSchema(SphinxDirective):
             paragraph("Required fields of ", "`cost`", ":"), _code_list(list(_constant(tree, "COST_FIELDS"))),
             paragraph("How ", "`cost`", " is counted (", "`cost.counting`", ", written into every result):"),
             nodes.block_quote("", paragraph(_constant(_module(recipe), "COUNTING"))),
-            paragraph("The ", "`identity`", " object has exactly these fields (a reader lifts them to the top "
-                      "level as well):"),
+            paragraph("The ", "`identity`", " object has exactly these fields (a reader reads them as ",
+                      "`r.identity.<field>`", ", never at the top level):"),
             table(["field", "type", "what it is"], [[n, a, c] for n, a, _, c in dataclass_fields(path, "Identity")],
                   code_columns=(0, 1)),
         ]

@@ -28,16 +28,20 @@ Top-level fields (``*`` = only meaningful when ``evaluated``)::
     trace                  [[removed set], loss] in the searcher's evaluation order
     environment, fingerprint, settings, finished
 
-Readers get the identity's fields lifted to the top level as well (``r["model"]``,
-``r["search"]``, ...), by :func:`read_result`.
+Readers get a :class:`Result`: a read-only mapping over exactly this stored form (``r["metrics"]``,
+``r["trace"]``, ...) whose identity is read one way, typed: ``r.identity.model``, ``r.identity.search``,
+and a report condition's key as ``r.condition``. The identity's fields are not at the top level
+(``r["model"]`` raises a :class:`KeyError` that says so).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from depthprune import jsonio
 from depthprune.jsonio import JSONFileError
@@ -84,12 +88,124 @@ class Identity:
         return asdict(self)
 
 
+class Condition(NamedTuple):
+    """A report condition: the cells whose searchers the report compares with each other (a grid's
+    model, calibration objective and budget); :attr:`Result.condition`."""
+
+    grid: str | None
+    model: str
+    objective: str
+    budget: int
+
+
+#: identity fields that are no top-level field of the stored form (all of them): ``r[key]`` is refused
+_IDENTITY_KEYS = frozenset(Identity.__dataclass_fields__) - set(REQUIRED_FIELDS)
+
+
+class Result(Mapping[str, Any]):
+    """One cell result as stored (schema 2), read-only: a mapping over its top-level fields, and typed
+    accessors for what every reader needs. The identity is read one way, ``r.identity.<field>``; a
+    lifted read (``r["model"]``, ``r.get("search")``) raises a :class:`KeyError` saying so.
+
+    Made by :func:`validate` / :func:`check_result` (so by every reader of results), or from a stored
+    dict already checked with :meth:`of`. :func:`to_json` gives the stored dict back, unchanged. Its
+    top level and identity cannot be set; nested values (``metrics``, ``trace``...) are the stored JSON's
+    own: a change is a new result, :meth:`replace`.
+    """
+
+    __slots__ = ("_data", "_identity")
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data = {**data, "identity": dict(data["identity"])}  # a copy: the caller's dicts may change later
+        self._identity = Identity(**self._data["identity"])
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Result:
+        """``data`` (a stored result, or already a :class:`Result`) as a :class:`Result`; not checked."""
+        return data if isinstance(data, Result) else cls(data)
+
+    def __getitem__(self, key: str) -> Any:
+        if key in _IDENTITY_KEYS:
+            raise KeyError(f"{key!r} is an identity field, not a top-level one: read r.identity.{key}")
+        if key == "identity":  # read-only: r.identity is the one way to read it
+            return MappingProxyType(self._data["identity"])
+        return self._data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self._data or key in _IDENTITY_KEYS else default
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Result):
+            return self._data == other._data
+        return isinstance(other, Mapping) and self._data == dict(other)
+
+    __hash__ = None  # type: ignore[assignment]  # a mapping: equal by value, not hashable
+
+    def __repr__(self) -> str:
+        return f"Result(cell={self._data.get('cell')!r}, identity={self._identity!r})"
+
+    def replace(self, identity: Identity | None = None, **fields: Any) -> Result:
+        """A copy with these top-level fields set, and ``identity`` if given (an identity field is no
+        top-level one: ``r.replace(identity=dataclasses.replace(r.identity, grid=...))``)."""
+        bad = set(fields) & _IDENTITY_KEYS
+        if bad:
+            raise KeyError(f"{', '.join(sorted(bad))}: identity fields; pass identity=")
+        if identity is not None:
+            fields["identity"] = identity.to_dict()
+        return Result({**self._data, **fields})
+
+    @property
+    def identity(self) -> Identity:
+        return self._identity
+
+    @property
+    def condition(self) -> Condition:
+        ident = self._identity
+        return Condition(ident.grid, ident.model, ident.objective, ident.budget)
+
+    @property
+    def cell(self) -> str | None:
+        cell: str | None = self._data["cell"]
+        return cell
+
+    @property
+    def removed(self) -> list[int]:
+        return list(self._data["removed"])
+
+    @property
+    def calibration_loss(self) -> float:
+        return float(self._data["calibration_loss"])
+
+    @property
+    def evaluated(self) -> bool:
+        return bool(self._data["evaluated"])
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        metrics: dict[str, Any] = self._data["metrics"]
+        return metrics
+
+    @property
+    def cost(self) -> dict[str, Any]:
+        cost: dict[str, Any] = self._data["cost"]
+        return cost
+
+
 def fingerprint(settings: dict[str, Any]) -> str:
     return hashlib.sha256(jsonio.canonical(settings, default=str).encode()).hexdigest()[:16]
 
 
 def _problem(data: Any) -> str | None:
-    """What keeps ``data`` from being a result of this schema, or None."""
+    """What keeps ``data`` (a JSON value, or a :class:`Result` to check again) from being a result of this
+    schema, or None."""
+    if isinstance(data, Result):
+        data = to_json(data)
     if not isinstance(data, dict):
         return "not a JSON object"
     if data.get("schema") != SCHEMA:
@@ -113,12 +229,12 @@ def _problem(data: Any) -> str | None:
     return None
 
 
-def validate(data: Any, where: str) -> dict[str, Any]:
-    """Check a result object; returns it with the identity's fields lifted to the top level."""
+def validate(data: Any, where: str) -> Result:
+    """Check a result object; returns it as a :class:`Result`."""
     problem = _problem(data)
     if problem is not None:
         raise ResultError(f"{where}: {problem}")
-    return {**data, **data["identity"]}
+    return Result(data)
 
 
 def is_result(data: Any) -> bool:
@@ -150,21 +266,21 @@ def read_json_file(path: str | Path) -> Any:
         raise ResultFileError(path, f"cannot be read ({err.strerror or err})") from None
 
 
-def check_result(data: Any, path: str | Path, line: int | None = None, name: str | None = None) -> dict[str, Any]:
-    """``data`` read from ``path`` (its line ``line``, archive member ``name``) as a result, lifted as
+def check_result(data: Any, path: str | Path, line: int | None = None, name: str | None = None) -> Result:
+    """``data`` read from ``path`` (its line ``line``, archive member ``name``) as a :class:`Result`, as
     :func:`validate` does; a :class:`ResultFileError` that names the file where it is not one."""
     problem = _problem(data)
     if problem is not None:
         raise ResultFileError(path, problem if name is None else f"{name}: {problem}", line)
-    return {**data, **data["identity"]}
+    return Result(data)
 
 
-def read_result(path: str | Path) -> dict[str, Any]:
+def read_result(path: str | Path) -> Result:
     """The result in ``path``; a :class:`ResultFileError` naming it when it is not a complete result of this schema."""
     return check_result(read_json_file(path), path)
 
 
-def read_result_file(path: str | Path) -> dict[str, Any] | None:
+def read_result_file(path: str | Path) -> Result | None:
     """As :func:`read_result`, but None for a JSON file that is no result at all (:func:`is_result`):
     what the readers of a results directory skip on purpose. A broken file still raises."""
     data = read_json_file(path)
@@ -179,7 +295,8 @@ def read_dense(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def to_json(result: dict[str, Any]) -> dict[str, Any]:
-    """The stored form: identity fields only inside ``identity`` (undoes :func:`validate`'s lifting)."""
-    lifted = set(Identity.__dataclass_fields__) - set(REQUIRED_FIELDS)
-    return {k: v for k, v in result.items() if k not in lifted}
+def to_json(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored form, as a plain dict (a :class:`Result` is a view of it; a new result already is it)."""
+    if isinstance(result, Result):
+        return {**result._data, "identity": dict(result._data["identity"])}
+    return dict(result)

@@ -14,6 +14,7 @@ import pytest
 from depthprune.cli import main
 from depthprune.grid.results import ResultFileError, iter_results, write_result
 from depthprune.report.readme import END, START
+from depthprune.result import to_json
 from tests.fixtures import result_v2
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +23,8 @@ needs_archive = pytest.mark.skipif(not ARCHIVE.is_file(), reason="no committed a
 
 
 def _cell(search: str = "greedy") -> dict:
-    return result_v2("m", "ppl", search, [1, 2], 1.0, budget=2, grid="g", metrics={"avg_acc": 0.5})
+    """A cell result's stored form, as a file holds it."""
+    return to_json(result_v2("m", "ppl", search, [1, 2], 1.0, budget=2, grid="g", metrics={"avg_acc": 0.5}))
 
 
 def _results(tmp_path: Path) -> Path:
@@ -80,7 +82,7 @@ def _archive_with_line(tmp_path: Path, n: int, text: str) -> Path:
     (json.dumps(_cell())[:200], "truncated: the JSON stops after 200 characters"),
     ("", "empty, expected a JSON object"),
     (json.dumps({**_cell(), "schema": 1}), "schema 1 (this depthprune reads schema 2"),
-    (json.dumps({k: v for k, v in _cell().items() if k not in ("cost", "model")}), "missing field(s) cost"),
+    (json.dumps({k: v for k, v in _cell().items() if k != "cost"}), "missing field(s) cost"),
 ], ids=["not-json", "truncated", "empty", "old-schema", "missing-field"])
 def test_report_refuses_a_broken_result_file(tmp_path, capsys, content, what):
     results = _results(tmp_path)

@@ -10,6 +10,7 @@ import pytest
 
 from depthprune.grid.forks import archived_run, check_across
 from depthprune.grid.reference import read_reference
+from depthprune.result import Result, to_json
 from depthprune.search import get_searcher
 from depthprune.verify.bands import pair_key
 from depthprune.verify.replay import replay
@@ -21,7 +22,7 @@ RECORDED, HERE = "bf16/amx", "fp32/cpu-avx512"
 
 
 @pytest.fixture(scope="module")
-def greedy() -> dict:
+def greedy() -> Result:
     return next(r for r in select_cells([ARCHIVE], ["tiny"]) if r["cell"] == "tiny-llama3-ppl-greedy-M3")
 
 
@@ -49,7 +50,7 @@ class _Logged:
         return [self(s) for s in sets]
 
 
-def run_here(ref: dict, shift: dict[frozenset, float] | None = None) -> dict:
+def run_here(ref: Result, shift: dict[frozenset, float] | None = None) -> Result:
     """The reference's cell run again by its searcher on its recorded losses moved by ``shift``; sets it never
     scored get an additive stand-in (dense + the singles' increments), as a fork explores elsewhere."""
     shift = shift or {}
@@ -60,18 +61,18 @@ def run_here(ref: dict, shift: dict[frozenset, float] | None = None) -> dict:
         base = recorded[s] if s in recorded else dense + sum(prior[i] - dense for i in s)
         return base + shift.get(s, 0.0)
 
-    here = copy.deepcopy(ref)
+    here = copy.deepcopy(to_json(ref))  # the stored form, to edit
     here["prior"] = [p + shift.get(frozenset([i]), 0.0) for i, p in enumerate(prior)]
     score = _Logged(loss)
-    found = get_searcher(ref["identity"]["search"], **(ref.get("search_params") or {})).search(
-        n_layers=ref["n_layers"], budget=len(ref["removed"]), score=score, seed=ref["identity"]["search_seed"],
+    found = get_searcher(ref.identity.search, **(ref.get("search_params") or {})).search(
+        n_layers=ref["n_layers"], budget=len(ref["removed"]), score=score, seed=ref.identity.search_seed,
         protected=frozenset((ref.get("settings") or {}).get("protected") or ()), prior=here["prior"])
     here.update(trace=score.trace, removed=list(found.removed), calibration_loss=found.loss)
     here["cost"] = {**here["cost"], "search_evaluations": found.evaluations}
     here["environment"] = {**here["environment"], "dtype": "torch.float32",
                            "kernels": {**here["environment"]["kernels"], "capability": "AVX512"}}
     assert replay(here).status == "replayed"
-    return here
+    return Result(here)
 
 
 def closest_step(ref: dict):

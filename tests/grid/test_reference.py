@@ -16,12 +16,15 @@ from depthprune.grid.reference import (
     write_public_references,
     write_reference,
 )
+from depthprune.result import Result
+from tests.fixtures import stored_identity
 
 
-def _result(removed, loss, **metrics):
-    return {"cell": "m-ppl-greedy-M2", "removed": removed, "calibration_loss": loss, "fingerprint": "f",
-            "metrics": {"wikitext2_ppl": 20.0, "hellaswag_acc_norm": 0.5, "avg_acc": 0.55,
-                        "hellaswag_acc_stderr": 0.03, **metrics}, "environment": {"dtype": "torch.bfloat16"}}
+def _result(removed, loss, **metrics) -> Result:
+    return Result({"cell": "m-ppl-greedy-M2", "identity": stored_identity(), "removed": removed,
+                   "calibration_loss": loss, "fingerprint": "f",
+                   "metrics": {"wikitext2_ppl": 20.0, "hellaswag_acc_norm": 0.5, "avg_acc": 0.55,
+                               "hellaswag_acc_stderr": 0.03, **metrics}, "environment": {"dtype": "torch.bfloat16"}})
 
 
 def test_identical_result_passes_and_reference_roundtrips(tmp_path):
@@ -37,7 +40,7 @@ def test_a_reference_serves_only_its_own_dtype(tmp_path):
     write_reference(tmp_path, make_reference(_result([3, 7], 2.0), Tolerance(), "t"))
     assert read_reference(tmp_path, "m-ppl-greedy-M2", "float32") is None
     assert reference_dtypes(tmp_path, "m-ppl-greedy-M2") == ["bfloat16"]
-    fp32 = {**_result([3, 7], 2.0), "environment": {"dtype": "torch.float32"}}
+    fp32 = _result([3, 7], 2.0).replace(environment={"dtype": "torch.float32"})
     write_reference(tmp_path, make_reference(fp32, Tolerance(), "t"))
     assert reference_dtypes(tmp_path, "m-ppl-greedy-M2") == ["bfloat16", "float32"]
     assert read_reference(tmp_path, "m-ppl-greedy-M2", "float32")["dtype"] == "float32"
@@ -53,7 +56,7 @@ def test_a_misfiled_reference_is_an_error_not_a_comparison(tmp_path):
     with pytest.raises(ValueError, match="made in bfloat16 is filed as 'float32'"):
         read_reference(tmp_path, "m-ppl-greedy-M2", "float32")
     with pytest.raises(ValueError, match="records no dtype"):
-        make_reference({**_result([3, 7], 2.0), "environment": {}}, Tolerance(), "t")
+        make_reference(_result([3, 7], 2.0).replace(environment={}), Tolerance(), "t")
 
 
 def test_metric_out_of_tolerance_is_named_with_delta():
@@ -107,10 +110,10 @@ def test_public_source_references_are_labelled_second_hand_and_quote_their_sourc
 def test_bf16_on_other_kernels_gets_the_measured_cross_kernel_tolerance():
     amx = {"dtype": "torch.bfloat16", "kernels": {"bf16_matmul_kernel": "brg_matmul:avx10_1_512_amx"}, "torch_threads": 1}
     avx = {"dtype": "torch.bfloat16", "kernels": {"bf16_matmul_kernel": "brg_matmul:avx512_core_bf16"}, "torch_threads": 1}
-    ref = make_reference({**_result([3, 7], 2.0), "environment": amx}, Tolerance(), "t")
-    near = {**_result([3, 7], 2.0 * (1 + 1.5e-3)), "environment": avx}
+    ref = make_reference(_result([3, 7], 2.0).replace(environment=amx), Tolerance(), "t")
+    near = _result([3, 7], 2.0 * (1 + 1.5e-3)).replace(environment=avx)
     problems, notes = compare(near, ref)
     assert problems == [] and "other matmul kernels" in notes[0]
-    assert compare({**near, "environment": amx}, ref)[0]  # the same kernels keep the grid's 1e-4
-    assert compare({**near, "environment": {**amx, "torch_threads": 2}}, ref)[0] == []  # another thread count
-    assert compare({**_result([3, 7], 2.0 * (1 + 3e-3)), "environment": avx}, ref)[0]  # beyond what was measured
+    assert compare(near.replace(environment=amx), ref)[0]  # the same kernels keep the grid's 1e-4
+    assert compare(near.replace(environment={**amx, "torch_threads": 2}), ref)[0] == []  # another thread count
+    assert compare(_result([3, 7], 2.0 * (1 + 3e-3)).replace(environment=avx), ref)[0]  # beyond what was measured

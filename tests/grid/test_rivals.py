@@ -8,9 +8,11 @@ import pytest
 
 from depthprune.cli import main
 from depthprune.grid.rivals import TurnedScore, follow
+from depthprune.result import Result
 from depthprune.search import get_searcher
 from depthprune.verify.firmness import decision_key, read_rivals
 from depthprune.verify.replay import replay
+from tests.fixtures import stored_identity
 
 W = [0.10, 0.11, 0.5, 0.6, 0.7, 0.8]
 
@@ -20,14 +22,14 @@ def loss(s: frozenset[int]) -> float:
     return sum(W[i] for i in s) + (5.0 if {0, 1} <= s else 0.0)
 
 
-def greedy_result() -> dict:
+def greedy_result() -> Result:
     found = get_searcher("greedy").search(n_layers=6, budget=2, score=loss, seed=0, protected=frozenset(),
                                           prior=None)
-    return {"cell": "c", "search": "greedy", "search_params": found.params, "n_layers": 6,
+    return Result({"cell": "c", "search_params": found.params, "n_layers": 6,
             "removed": sorted(found.removed), "calibration_loss": found.loss, "trace": [[sorted(s), v] for s, v in
                                                                                          found.trace],
-            "prior": None, "settings": {}, "identity": {"search_seed": 0},
-            "cost": {"search_evaluations": found.evaluations}}
+            "prior": None, "settings": {}, "identity": stored_identity(search="greedy", search_seed=0),
+            "cost": {"search_evaluations": found.evaluations}})
 
 
 def test_a_turned_first_step_takes_the_other_path():

@@ -3,6 +3,7 @@ references, not in a real results directory, not through a pruned copy of a stan
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -20,13 +21,14 @@ from depthprune.grid.results import (
     write_result,
 )
 from depthprune.models import STAND_IN_MARKER
+from depthprune.result import Result
 from tests.fixtures import result_v2
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _stand_in(result: dict) -> dict:
-    return {**result, "stand_in": True, "identity": {**result["identity"], "stand_in": True}}
+def _stand_in(result: Result) -> Result:
+    return result.replace(identity=dataclasses.replace(result.identity, stand_in=True))
 
 
 def test_results_directories_hold_one_kind(tmp_path):
@@ -50,8 +52,8 @@ def test_readers_and_references_never_take_a_stand_in_for_real(tmp_path):
         (tmp_path / "paper" / "dense").mkdir(exist_ok=True)
         (tmp_path / "paper" / "dense" / f"{stand_in}.json").write_text(
             json.dumps({"grid": "paper", "model": "llama3-8b", "stand_in": stand_in, "metrics": {}}))
-    assert [r["search"] for r in iter_results([tmp_path])] == ["oneshot"]
-    assert [r["search"] for r in iter_results([tmp_path], stand_in=True)] == ["greedy"]
+    assert [r.identity.search for r in iter_results([tmp_path])] == ["oneshot"]
+    assert [r.identity.search for r in iter_results([tmp_path], stand_in=True)] == ["greedy"]
     assert [d["stand_in"] for d in iter_dense([tmp_path])] == [False]
     assert [d["stand_in"] for d in iter_dense([tmp_path], stand_in=True)] == [True]
     from depthprune.grid.cases import Tolerance
@@ -59,7 +61,7 @@ def test_readers_and_references_never_take_a_stand_in_for_real(tmp_path):
     with pytest.raises(ValueError, match="stand-in"):
         make_reference(fake, Tolerance(), "test")
     reference = make_reference(real, Tolerance(), "test")
-    problems, _ = compare({**fake, "removed": real["removed"], "calibration_loss": 1.0}, reference)
+    problems, _ = compare(fake.replace(removed=real["removed"], calibration_loss=1.0), reference)
     assert problems and "stand-in" in problems[0]
 
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from depthprune.grid.time_split import per_phase, per_searcher, repeats
+from depthprune.result import Result
+from tests.fixtures import stored_identity
 
 
 def _result(search, trace, removed, *, shared_sets=0, shared=0.0, search_s=10.0, eval_s=5.0, cached=False,
             model="m", prior=False):
-    return {"identity": {"model": model, "objective": "ppl", "search": search}, "objective_params": {"n": 1},
+    return Result({"identity": stored_identity(model=model, objective="ppl", search=search),
+                   "objective_params": {"n": 1},
             "n_layers": 4, "trace": [[sorted(s), 1.0] for s in trace], "removed": removed,
             "search_info": {"used_given_prior": prior},
             "cost": {"search_seconds": search_s, "shared_seconds": shared, "shared_sets": shared_sets,
-                     "eval_seconds": eval_s, "eval_cached": cached, "dense_seconds": 1.0, "prior_seconds": 0.0}}
+                     "eval_seconds": eval_s, "eval_cached": cached, "dense_seconds": 1.0, "prior_seconds": 0.0}})
 
 
 def test_repeats_split_shared_ones_from_ones_computed_twice():

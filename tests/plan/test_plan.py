@@ -70,12 +70,12 @@ def test_planner_counts_what_a_private_scorer_runs(tiny, name):
 def test_check_result_recounts_a_grid_result(tiny, name, tmp_path):
     """The rehearsal check: a result written by the recipe is re-counted from its recorded losses."""
     from depthprune.recipe import identity, make_result
-    from depthprune.result import to_json
+    from depthprune.result import Result, to_json
 
     session, calib = tiny
     outcome = calib.search(name, BUDGET, seed=0)
     result = make_result(session, calib, outcome, identity(session, calib, name, BUDGET, 0), cell=f"t-{name}")
-    planned, run = check_result(result)
+    planned, run = check_result(Result.of(result))
     assert (planned.evaluations, planned.layer_forwards, planned.layer_backwards) == (
         run["evaluations"], run["layer_forwards"], run["layer_backwards"])
     assert run["layer_forwards"] == outcome.cost["layer_forwards"]
@@ -90,7 +90,7 @@ def test_check_result_recounts_a_grid_result(tiny, name, tmp_path):
     assert main(["plan", "--check", str(tmp_path)]) == 0
     result["trace"] = []  # the sets the search scored are gone: the re-run cannot follow it
     with pytest.raises(NotRecorded):
-        check_result(result)
+        check_result(Result.of(result))
 
 
 def test_the_check_names_what_it_cannot_recount_instead_of_failing(tmp_path, capsys):

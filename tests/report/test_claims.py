@@ -9,6 +9,7 @@ Pure Python on dicts: no model is loaded.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from depthprune.report import claims as C
+from depthprune.result import Result
 from tests.fixtures import result_v2
 
 SEVEN = ["oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs"]
@@ -31,14 +33,10 @@ def cell(objective, search, removed, loss=1.0, *, model="m", grid="g", n_layers=
     """A schema-2 result (tests.fixtures.result_v2) with the fields the claims read set as given."""
     r = result_v2(model, objective, search, removed, loss, budget=len(removed), n_layers=n_layers, metrics=metrics,
                   grid=grid, variant=variant, seed=seed)
-    if lf is not None:
-        r["cost"]["layer_forwards"] = lf
-    if seconds is not None:
-        r["cost"]["seconds"] = seconds
-    r["prior"], r["trace"] = prior, trace or []
-    if dense is not None:
-        r["dense_calibration_loss"] = dense
-    return r
+    cost = {**r.cost, **({"layer_forwards": lf} if lf is not None else {}),
+            **({"seconds": seconds} if seconds is not None else {})}
+    return r.replace(cost=cost, prior=prior, trace=trace or [],
+                     **({"dense_calibration_loss": dense} if dense is not None else {}))
 
 
 def both(sets_ppl, sets_margin, searchers=SEVEN, **kw):
@@ -64,15 +62,17 @@ def measured(rows, n_items=4000):
     between solutions: accuracy p = the first round(p n) of n shared items right (nested: solutions
     differ only on the items between their accuracies), window NLLs log(c4_ppl) + the same offsets."""
     mean_offset = sum(OFFSETS) / len(OFFSETS)
+    out = []
     for r in rows:
-        m = r["metrics"]
+        m, fields = r.metrics, {}
         if "avg_acc" in m:
             k = round(m["avg_acc"] * n_items)
-            r["item_outcomes"] = {"t": {"acc": "1" * k + "0" * (n_items - k)}}
-            r["evaluation_protocol"] = {"zero_shot": {"headline_metric": {"t": "acc"}}}
+            fields["item_outcomes"] = {"t": {"acc": "1" * k + "0" * (n_items - k)}}
+            fields["evaluation_protocol"] = {"zero_shot": {"headline_metric": {"t": "acc"}}}
         if "c4_ppl" in m:
-            r["window_nll"] = {"c4": [math.log(m["c4_ppl"]) + o - mean_offset for o in OFFSETS]}
-    return rows
+            fields["window_nll"] = {"c4": [math.log(m["c4_ppl"]) + o - mean_offset for o in OFFSETS]}
+        out.append(r.replace(**fields))
+    return out
 
 
 # -- 5.1a ----------------------------------------------------------------------------------------
@@ -173,18 +173,14 @@ def test_5_2_not_held_when_searchers_dominate_perplexity():
 
 def test_5_2_not_measured_without_outcomes():
     """Metrics alone do not say how noisy they are: without per-item outcomes nothing is decided."""
-    rows = shares_grid()
-    for r in rows:
-        r.pop("item_outcomes")
+    rows = [Result({k: v for k, v in r.items() if k != "item_outcomes"}) for r in shares_grid()]
     v = one(C.CLAIMS["5.2"].verdicts(rows, FAST))
     assert v.outcome == C.NOT_MEASURED and "no per-item outcomes" in v.reason
     assert v.statistic["D_c4_ppl_low"] > 0.9  # the perplexity half is still judged
 
 
 def test_5_2_not_measured_without_metrics():
-    rows = shares_grid()
-    for r in rows:
-        r["metrics"] = {}
+    rows = [r.replace(metrics={}) for r in shares_grid()]
     v = one(C.CLAIMS["5.2"].verdicts(rows, FAST))
     assert v.outcome == C.NOT_MEASURED and "c4_ppl and avg_acc" in v.reason
 
@@ -212,8 +208,7 @@ def conditions(objective, sign, models=("m1", "m2", "m3"), **kw):
     out = []
     for m in models:
         for r in aligned(objective, sign, **kw):
-            r["model"] = r["identity"]["model"] = m
-            out.append(r)
+            out.append(r.replace(identity=dataclasses.replace(r.identity, model=m)))
     return out
 
 
@@ -253,7 +248,7 @@ def test_5_3_not_measured_with_too_few_distinct_sets():
 
 def test_5_3_not_measured_when_the_evaluation_cannot_separate_the_solutions():
     rows = conditions("ppl", -1, distinct=7, searchers=SEVEN) + conditions("margin", +1, distinct=7, searchers=SEVEN)
-    measured(rows, n_items=40)  # accuracies 0.44..0.5 on 40 items: within their own noise
+    rows = measured(rows, n_items=40)  # accuracies 0.44..0.5 on 40 items: within their own noise
     v = one(C.CLAIMS["5.3"].verdicts(rows, T))
     assert v.outcome == C.NOT_MEASURED and "reliability" in v.reason
 
@@ -296,15 +291,15 @@ def test_search_gain_not_held_when_one_searcher_gains_much():
 
 def test_search_gain_not_measured_when_window_noise_spans_the_threshold():
     rows = gains_grid(1.9)  # ratio 0.1 / log 2 = 0.144 < 0.25, but on noisy windows
-    for k, r in enumerate(rows):
-        r["window_nll"]["c4"] = [w + (0.8 if (j + k) % 2 else -0.8) for j, w in enumerate(r["window_nll"]["c4"])]
+    noisy = lambda k, ws: [w + (0.8 if (j + k) % 2 else -0.8) for j, w in enumerate(ws)]  # noqa: E731
+    rows = [r.replace(window_nll={"c4": noisy(k, r["window_nll"]["c4"])}) for k, r in enumerate(rows)]
     v = one(C.CLAIMS["search-gain"].verdicts(rows, T))
     assert v.outcome == C.NOT_MEASURED, v.reason
     assert v.statistic["ratio_low"] < T["search-gain"]["max_ratio"] < v.statistic["ratio_high"]
 
 
 def test_search_gain_not_measured_without_oneshot():
-    rows = [r for r in gains_grid(1.995) if r["search"] != "oneshot"]
+    rows = [r for r in gains_grid(1.995) if r.identity.search != "oneshot"]
     assert one(C.CLAIMS["search-gain"].verdicts(rows, T)).outcome == C.NOT_MEASURED
 
 
@@ -391,8 +386,8 @@ def test_verdicts_never_pool_grids():
     margin_only = [cell("margin", s, [1, 4, 6], grid="b") for s in SEVEN]
     split = C.CLAIMS["5.1a"].verdicts(ppl_only + margin_only, T)
     assert [(v.grid, v.outcome) for v in split] == [("a", C.NOT_MEASURED), ("b", C.NOT_MEASURED)]
-    for r in margin_only:  # the same results in one grid are measurable: pooling would have changed the verdict
-        r["grid"] = "a"
+    # the same results in one grid are measurable: pooling would have changed the verdict
+    margin_only = [r.replace(identity=dataclasses.replace(r.identity, grid="a")) for r in margin_only]
     assert one(C.CLAIMS["5.1a"].verdicts(ppl_only + margin_only, T)).outcome == C.HELD
 
 
@@ -527,9 +522,8 @@ def test_5_3_counts_the_alignment_panel_as_more_points_of_its_condition():
     rows = []
     for objective, sign in (("ppl", -1), ("margin", +1)):
         for r in conditions(objective, sign, distinct=7, searchers=SEVEN):
-            if r["search"] in SEVEN[3:]:
-                r["search"] = r["identity"]["search"] = "rank"
-                r["variant"] = r["identity"]["variant"] = f"q{r['removed'][0]}"
+            if r.identity.search in SEVEN[3:]:
+                r = r.replace(identity=dataclasses.replace(r.identity, search="rank", variant=f"q{r['removed'][0]}"))
             rows.append(r)
     v = one(C.CLAIMS["5.3"].verdicts(rows, T))
     assert v.outcome == C.HELD, v.reason

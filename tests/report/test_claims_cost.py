@@ -26,9 +26,7 @@ def grid(prefill: list[float], decode: list[float], with_speed: bool = True) -> 
     rows = []
     for i, s in enumerate(SEARCHERS):
         r = result_v2("m", "ppl", s, [1, 2, 3 + i], 2.0, metrics={"avg_acc": 0.6})
-        if with_speed:
-            r["speed"] = timed(prefill, decode)
-        rows.append(r)
+        rows.append(r.replace(speed=timed(prefill, decode)) if with_speed else r)
     return rows
 
 
@@ -65,7 +63,7 @@ def test_an_archive_without_rounds_is_not_measured_and_says_why():
 
 def test_speed_attaches_by_grid_model_and_set_and_single_runs_are_not_read(tmp_path):
     rows = grid([1.25], [1.25], with_speed=False)
-    record = {"schema": P.SPEED_SCHEMA, "grid": rows[0]["grid"], "machine": {"dtype": "float32"},
+    record = {"schema": P.SPEED_SCHEMA, "grid": rows[0].identity.grid, "machine": {"dtype": "float32"},
               "sets": [{"model": "m", "removed": [3, 2, 1], **timed([1.3], [1.2])}]}
     (tmp_path / "speed-t.json").write_text(json.dumps(record))
     (tmp_path / "speed-one-run.json").write_text(json.dumps({"schema": "depthprune-speed/1", "model": "m"}))
@@ -77,8 +75,8 @@ def test_the_pareto_front_is_the_cells_nothing_beats_on_both():
     rows = []
     for search, speed, acc in (("a", 1.2, 0.60), ("b", 1.5, 0.50), ("c", 1.4, 0.45), ("d", 1.1, 0.55)):
         r = result_v2("m", "ppl", search, [1, 2], 2.0, metrics={"avg_acc": acc})
-        r["speed"] = timed([speed], [speed])
-        rows.append(r)
-    pts = P.points(rows, {(rows[0]["grid"], "m"): {"metrics": {"avg_acc": 0.8}}}, rows[0]["grid"])
+        rows.append(r.replace(speed=timed([speed], [speed])))
+    grid = rows[0].identity.grid
+    pts = P.points(rows, {(grid, "m"): {"metrics": {"avg_acc": 0.8}}}, grid)
     assert {p["search"]: p["front"] for p in pts} == {"a": True, "b": True, "c": False, "d": False}
     assert {p["search"]: round(p["retained"], 1) for p in pts}["a"] == 75.0

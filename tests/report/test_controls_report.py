@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from depthprune.report import controls as C
+from depthprune.result import Result
+from tests.fixtures import stored_identity
 
 
 def res(grid, search, removed, loss, objective="ppl", budget=3, variant="default", cseed=None, acc=0.5,
@@ -12,12 +14,13 @@ def res(grid, search, removed, loss, objective="ppl", budget=3, variant="default
     cell = f"{model}-{objective}-{search}{'' if variant == 'default' else '.' + variant}-M{budget}"
     if cseed is not None:
         cell += f"-c{cseed}"
-    return {"grid": grid, "grid_kind": "controls" if grid == "ctrl" else None,
-            "compare_with": "main" if grid == "ctrl" else None, "cell": cell, "model": model,
-            "objective": objective, "search": search, "budget": budget, "variant": variant,
-            "calibration_seed": cseed or 0, "search_seed": 0, "n_layers": 16, "removed": list(removed), "calibration_loss": loss,
-            "metrics": {"avg_acc": acc, "c4_ppl": 10.0 + loss}, "trace": trace or [],
-            "cost": {"evaluations": 1, "layer_forwards": 10, "seconds": 1.0}}
+    ident = stored_identity(grid=grid, model=model, objective=objective, search=search, budget=budget,
+                            variant=variant, calibration_seed=cseed or 0, search_seed=0)
+    return Result({"identity": ident, "grid_kind": "controls" if grid == "ctrl" else None,
+                   "compare_with": "main" if grid == "ctrl" else None, "cell": cell, "n_layers": 16,
+                   "removed": list(removed), "calibration_loss": loss,
+                   "metrics": {"avg_acc": acc, "c4_ppl": 10.0 + loss}, "trace": trace or [],
+                   "cost": {"evaluations": 1, "layer_forwards": 10, "seconds": 1.0}})
 
 
 def finding(lines):
@@ -148,7 +151,7 @@ def scored(r, seed):
         bits = rng.random(200) < 0.4 + 0.3 * rng.random()
         outcomes[task] = {prof.headline_metric(task): "".join("1" if b else "0" for b in bits)}
         means.append(bits.mean())
-    return {**r, "item_outcomes": outcomes, "metrics": {**r["metrics"], "avg_acc": float(np.mean(means))}}
+    return r.replace(item_outcomes=outcomes, metrics={**r["metrics"], "avg_acc": float(np.mean(means))})
 
 
 def accuracy_cells(lines):

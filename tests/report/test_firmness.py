@@ -27,8 +27,7 @@ def table(model: str = "m", objective: str = "ppl", band: float = 0.1) -> dict:
 
 def cell(search: str = "greedy", removed=(1, 2, 3), objective: str = "ppl", **kw) -> dict:
     r = result_v2("m", objective, search, list(removed), 2.0, budget=len(removed), **kw)
-    r["environment"] = {**r["environment"], **AMX}
-    return r
+    return r.replace(environment={**r["environment"], **AMX})
 
 
 def final(gap: float, chosen=(1, 2, 3), rival=(1, 2, 4)) -> Decision:
@@ -71,7 +70,7 @@ def test_no_measured_band_is_not_measured_and_a_borrowed_one_does_not_count():
     other_model = F.cell_firmness(cell(), [final(0.01)], REPLAYED, BAND, table(model="other"))
     assert other_model.status == F.UNKNOWN and "no band measured" in other_model.why
     fp32 = cell()
-    fp32["environment"] = {**fp32["environment"], "dtype": "torch.float32", "kernels": {}}
+    fp32 = fp32.replace(environment={**fp32["environment"], "dtype": "torch.float32", "kernels": {}})
     assert F.cell_firmness(fp32, [final(0.01)], REPLAYED, BAND, table()).status == F.UNKNOWN
     assert F.cell_firmness(cell(), [final(0.01)], "failed", BAND, table()).status == F.UNKNOWN
 
@@ -83,13 +82,12 @@ def test_a_partial_replay_is_said():
 
 def test_substitution_takes_the_rivals_evaluation_from_the_cell_that_removed_it():
     mine = cell("greedy", (1, 2, 3), metrics={"avg_acc": 0.5})
-    twin = cell("beam", (1, 2, 4), metrics={"avg_acc": 0.7})
-    twin["calibration_loss"] = 2.05
+    twin = cell("beam", (1, 2, 4), metrics={"avg_acc": 0.7}).replace(calibration_loss=2.05)
     other = cell("ga", (5, 6, 7), metrics={"avg_acc": 0.6})
     c = F.cell_firmness(mine, [final(0.05)], REPLAYED, BAND, table())
     out, n = F.substitute([mine, twin, other], [c])
     assert out[0]["removed"] == [1, 2, 4] and out[0]["metrics"] == {"avg_acc": 0.7}
-    assert out[0]["calibration_loss"] == 2.05 and out[0]["search"] == "greedy" and n["substituted"] == 1
+    assert out[0]["calibration_loss"] == 2.05 and out[0].identity.search == "greedy" and n["substituted"] == 1
     assert out[1:] == [twin, other] and mine["removed"] == [1, 2, 3]  # nothing else changed, nothing mutated
     alone, n = F.substitute([mine, other], [c])
     assert alone[0] is mine and n["rival not evaluated"] == 1

@@ -5,15 +5,18 @@ from __future__ import annotations
 from depthprune.grid.cases import Tolerance
 from depthprune.grid.reference import make_reference, write_reference
 from depthprune.report.precision import float32_view, grid_rows, pairs, render_precision
+from depthprune.result import Result
+from tests.fixtures import stored_identity
 
 
 def _result(cell: str, removed, loss, acc, dtype="torch.bfloat16"):
     model, objective, search, budget = cell.rsplit("-", 3)
-    return {"cell": cell, "grid": "tiny", "model": model, "objective": objective, "search": search,
-            "budget": int(budget[1:]), "removed": removed, "calibration_loss": loss, "fingerprint": "f",
-            "metrics": {"avg_acc": acc, "c4_ppl": 10.0}, "environment": {"dtype": dtype},
-            "item_outcomes": {"t": {"acc": "0101"}}, "calibration_seed": 0, "search_seed": 0, "variant": "default",
-            "n_layers": 16, "cost": {"evaluations": 1, "layer_forwards": 1, "seconds": 1.0}, "trace": []}
+    ident = stored_identity(grid="tiny", model=model, objective=objective, search=search, budget=int(budget[1:]),
+                            calibration_seed=0, search_seed=0, variant="default")
+    return Result({"cell": cell, "identity": ident, "removed": removed, "calibration_loss": loss, "fingerprint": "f",
+                   "metrics": {"avg_acc": acc, "c4_ppl": 10.0}, "environment": {"dtype": dtype},
+                   "item_outcomes": {"t": {"acc": "0101"}}, "n_layers": 16,
+                   "cost": {"evaluations": 1, "layer_forwards": 1, "seconds": 1.0}, "trace": []})
 
 
 def test_sets_losses_and_accuracies_are_compared_cell_by_cell(tmp_path):

@@ -23,11 +23,11 @@ def test_the_dense_table_has_the_grids_own_tasks_first_with_their_chance_and_int
     _, results = reported([ARCHIVE])
     dense = {(d["grid"], d["model"]): d for d in iter_dense([ARCHIVE])}
     text = "\n".join(_real_section(results, dense, [], ARCHIVE.parent / "REPORT.md"))
-    models = sorted({(r["grid"], r["model"]) for r in results if r.get("profile") == "real"})
+    models = sorted({(r.identity.grid, r.identity.model) for r in results if r.identity.profile == "real"})
     assert models, "no real-profile results in the archive"
     for grid, model in models:
         section = text.split(f"### {model} ({grid} grid)\n")[1].split("\n### ")[0]
-        n_cells = sum(r["grid"] == grid and r["model"] == model for r in results)
+        n_cells = sum(r.identity.grid == grid and r.identity.model == model for r in results)
         assert f" {n_cells} cells here " in section
         metrics = dense[(grid, model)]["metrics"]
         own = sorted({k.rsplit("_acc", 1)[0] for k in metrics if re.fullmatch(r"[a-z]+_acc(_norm)?", k)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -117,8 +118,7 @@ def test_noise_section_judges_each_solution_against_oneshot():
                                                                   "arc_challenge", "piqa", "boolq")}
     rows = [_cell("m", "ppl", "oneshot", [1, 2], 1.0, 0.5), _cell("m", "ppl", "greedy", [3, 4], 1.0, 0.75),
             _cell("m", "ppl", "beam", [1, 2], 1.0, 0.5)]
-    for r, s in zip(rows, (bad, good, bad)):
-        r["item_outcomes"] = outcomes(s)
+    rows = [r.replace(item_outcomes=outcomes(s)) for r, s in zip(rows, (bad, good, bad))]
     text = "\n".join(_noise_section(A.by_condition(rows)))
     assert "1 of 1 different solutions differ from oneshot's beyond the evaluation's noise" in text
     assert re.search(r"\| greedy +\| \+25\.0 +\| \[\+2\d\.\d,\s\+2\d\.\d\] +\| yes", text), text
@@ -135,7 +135,7 @@ def test_a_real_profile_grid_gets_its_own_columns_section_and_single_layer_figur
     for i, s in enumerate(["oneshot", "greedy"]):
         r = result_v2("smollm2-135m", "ppl", s, [12, 13, 25], 3.9 - 0.01 * i, budget=3, n_layers=30, grid="real",
                       metrics={"avg_acc": 0.4 + 0.01 * i, "nextsent_acc_norm": 0.4 + 0.01 * i, "c4_ppl": 50.0})
-        r["identity"]["profile"] = "real"
+        r = r.replace(identity=dataclasses.replace(r.identity, profile="real"))
         write_result(results / "real" / f"{r['cell']}.json", r)
     (results / "real" / "dense").mkdir()
     (results / "real" / "dense" / "smollm2-135m.json").write_text(json.dumps({

@@ -51,7 +51,7 @@ def test_the_sample_catches_a_one_percent_change_with_95_percent(population):
 
 
 def test_the_sample_is_seeded_by_the_removed_set_not_the_cell(tiny, cell):
-    twin = next(r for r in tiny if r["model"] == cell["model"] and r["removed"] == cell["removed"]
+    twin = next(r for r in tiny if r.identity.model == cell.identity.model and r["removed"] == cell["removed"]
                 and r["cell"] != cell["cell"])
     assert ev.sample(twin) == ev.sample(cell)  # one evaluation serves both
     assert ev.sample(cell, seed=1) != ev.sample(cell)
@@ -96,16 +96,17 @@ def test_a_window_past_its_band_fails_and_a_missing_band_is_not_verified(cell):
 
 
 def test_bands_are_cross_fitted_and_measured_once_per_measurement(cell):
-    mine = ev.fold(cell["model"], cell["removed"])
-    rows = [(PAIR, cell["model"], mine, 0.5, {"c4": 1.0}), (PAIR, cell["model"], 1 - mine, 0.01, {"c4": 0.002}),
-            (PAIR, cell["model"], 1 - mine, 0.02, {"c4": 0.001})]
-    table = bands.measure([(PAIR, "ppl", cell["model"], 1, 3.0, 3.0003)], {"command": "test"}, None, rows)
-    got = ev.lookup(table, "bf16/amx", "fp32/cpu-avx2", cell["model"], cell["removed"])
+    mine = ev.fold(cell.identity.model, cell["removed"])
+    model = cell.identity.model
+    rows = [(PAIR, model, mine, 0.5, {"c4": 1.0}), (PAIR, model, 1 - mine, 0.01, {"c4": 0.002}),
+            (PAIR, model, 1 - mine, 0.02, {"c4": 0.001})]
+    table = bands.measure([(PAIR, "ppl", model, 1, 3.0, 3.0003)], {"command": "test"}, None, rows)
+    got = ev.lookup(table, "bf16/amx", "fp32/cpu-avx2", model, cell["removed"])
     assert got.fold == 1 - mine and got.rate == pytest.approx(bands.FACTOR * 0.02)
     assert got.windows["c4"] == pytest.approx(bands.FACTOR * 0.002) and got.flagged is None
     other = ev.lookup(table, "bf16/amx", "fp32/cpu-avx512", "tiny-qwen3", [0])
     assert other.flagged and other.rate == pytest.approx(bands.FACTOR * 0.5)
-    assert ev.lookup(table, "bf16/amx", "bf16/avx512-bf16", cell["model"], cell["removed"]) is None
+    assert ev.lookup(table, "bf16/amx", "bf16/avx512-bf16", cell.identity.model, cell["removed"]) is None
     again = bands.measure([(PAIR, "ppl", "tiny-qwen3", 1, 3.0, 3.0003)], {"command": "again"}, table, [])
     assert set(again["measurements"]) == {"m1", "m2"}
     assert {r["measured_by"] for r in again["bands"]} == {"m1", "m2"}

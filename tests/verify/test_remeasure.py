@@ -3,7 +3,6 @@ archived cell with a stand-in score function: the model-free half of ``depthprun
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest
@@ -60,8 +59,7 @@ def test_a_decided_decision_that_turns_fails(greedy):
 
 def test_no_band_is_not_verified_and_a_replay_failure_fails(greedy):
     assert check_cell(greedy, recorded_score(greedy), lambda loss: None, HERE).status == NOT_VERIFIED
-    edited = copy.deepcopy(greedy)
-    edited["calibration_loss"] += 1.0
+    edited = greedy.replace(calibration_loss=greedy["calibration_loss"] + 1.0)
     check = check_cell(edited, recorded_score(greedy), band(1.0), HERE)
     assert check.status == FAILED and check.disagreement.startswith("replay:")
 

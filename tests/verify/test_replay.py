@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from depthprune.cli import main
+from depthprune.result import to_json
 from depthprune.verify.replay import FAILED, PARTIAL, REPLAYED, replay
 from depthprune.verify.run import select_cells
 
@@ -49,7 +50,9 @@ def test_every_archived_cell_replays(archived):
 
 
 def _cell(archived, searcher: str, grid: str = "tiny") -> dict:
-    return copy.deepcopy(next(r for r in archived if r["search"] == searcher and r["grid"] == grid))
+    """An archived cell's stored form, a copy to edit."""
+    found = next(r for r in archived if r.identity.search == searcher and r.identity.grid == grid)
+    return copy.deepcopy(to_json(found))
 
 
 def test_an_edited_removed_set_fails(archived):
@@ -116,7 +119,7 @@ def test_cli_bad_selection_exits_2_before_replaying(archived, tmp_path, capsys, 
     monkeypatch.delenv("DEPTHPRUNE_MODELS_DIR", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     cell = _cell(archived, "oneshot")
-    cell["model"] = cell["identity"]["model"] = "qwen3-8b"  # a model whose weights this machine lacks
+    cell["identity"]["model"] = "qwen3-8b"  # a model whose weights this machine lacks
     out = _archive(tmp_path, [cell])
     report = tmp_path / "verify.json"
     assert main(["verify", "--results", str(out), *args, "--json", str(report)]) == 2

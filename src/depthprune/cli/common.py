@@ -12,9 +12,12 @@ import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from depthprune.cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from depthprune.result import Result
 
 
 def layers_arg(text: str) -> tuple[int, ...]:
@@ -136,14 +139,14 @@ def objective_params_from_flags(args: argparse.Namespace) -> dict[str, Any]:
     return params
 
 
-def result_summary(result: dict[str, Any]) -> list[str]:
+def result_summary(result: Result) -> list[str]:
     """The lines both ``prune`` and ``cell`` print; the cost line is the result's own."""
-    ident, cost = result["identity"], result["cost"]
-    removed = ",".join(map(str, result["removed"]))
+    ident, cost = result.identity, result.cost
+    removed = ",".join(map(str, result.removed))
     lines = [
-        f"model      {ident['model']} ({result['n_layers']} layers, weights {ident['weights']})",
-        f"objective  {ident['objective']}  dense loss {result['dense_calibration_loss']:.6f}",
-        f"search     {ident['search']}  budget {ident['budget']}  seed {ident['search_seed']}",
+        f"model      {ident.model} ({result['n_layers']} layers, weights {ident.weights})",
+        f"objective  {ident.objective}  dense loss {result['dense_calibration_loss']:.6f}",
+        f"search     {ident.search}  budget {ident.budget}  seed {ident.search_seed}",
         f"removed    {removed}",
         f"loss       {result['calibration_loss']:.6f}  "
         f"(+{result['calibration_loss'] - result['dense_calibration_loss']:.6f} vs dense)",

@@ -56,7 +56,7 @@ def _check_plan(dirs: list[str]) -> int:
     rows, bad = [], 0
     results = [r for stand_in in (False, True) for r in iter_results(dirs, stand_in=stand_in)]
     for r in results:
-        search = r["identity"]["search"]
+        search = r.identity.search
         if search in ("bo", "cbo", "bi"):
             why = {"bo": "a GP fit per step (bounds only)", "cbo": "energy from gate gradients, not recorded",
                    "bi": "it ranks by the dense model's Block Influence, not by scored sets"}[search]

@@ -25,6 +25,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     from depthprune.models import WeightsUnavailable, resolve, resolve_device, resolve_dtype
     from depthprune.objectives import OBJECTIVES, make_objective
     from depthprune.recipe import Session, check_budget, count_layers, identity, make_result, save_pruned
+    from depthprune.result import Result
     from depthprune.search import SEARCHERS, get_searcher
 
     # -- validate: everything that can be checked before loading weights (exit 2) --------
@@ -74,7 +75,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     evaluation = session.evaluate(outcome.removed, eval_config) if args.evaluate else None
     ident = identity(session, calib, args.search, args.budget, args.seed)
     result = make_result(session, calib, outcome, ident, evaluation, eval_config, protected=protected)
-    for line in result_summary(result):
+    for line in result_summary(Result.of(result)):
         print(line)
     if args.json:
         from depthprune.result import to_json
@@ -91,6 +92,7 @@ def cmd_cell(args: argparse.Namespace) -> int:
     from depthprune.grid.cases import CaseFileError, load_grids
     from depthprune.grid.reference import compare, format_failure, read_reference, reference_dtypes
     from depthprune.grid.runner import CellSkipped, GridRunner
+    from depthprune.result import Result
 
     if not Path(args.cases).is_dir():
         raise UsageError(f"--cases {args.cases}: not a directory of case files")
@@ -119,7 +121,7 @@ def cmd_cell(args: argparse.Namespace) -> int:
     finally:
         runner.close()
     print(f"cell       {grid.name}/{cell.id} ({'resumed' if runner.resumed else 'ran'})")
-    for line in result_summary(result):
+    for line in result_summary(Result.of(result)):
         print(line)
     dtype = result["environment"]["dtype"]
     ref_dir = grid.reference_dir(args.reference_dir)

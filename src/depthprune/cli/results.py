@@ -6,10 +6,13 @@ import argparse
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from depthprune.cli.common import check_destination, positive
 from depthprune.cli.errors import EXIT_FAILURE, UsageError
+
+if TYPE_CHECKING:
+    from depthprune.result import Result
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -84,7 +87,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_FAILURE if any(r.status == run.FAILED for r in replays) else 0
 
 
-def _verify_remeasure(args: argparse.Namespace, cells: list[dict[str, Any]]) -> int:
+def _verify_remeasure(args: argparse.Namespace, cells: list[Result]) -> int:
     """``depthprune verify`` without --replay-only: replay, then re-score on this machine against bands."""
     import time
 
@@ -118,7 +121,7 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[dict[str, Any]]) -> 
         measure = write_bands
 
     start = time.perf_counter()
-    population = run.select_cells(args.results, sorted({c["grid"] for c in cells}))
+    population = run.select_cells(args.results, sorted({c.identity.grid for c in cells if c.identity.grid is not None}))
     checks, _ = remeasure.remeasure(cells, table, seed=args.seed, progress=sys.stderr.isatty(),
                                     measure_bands=measure, population=population,
                                     evaluate=not args.no_evaluation, dtype=args.dtype)
@@ -146,7 +149,7 @@ def cmd_durations(args: argparse.Namespace) -> int:
     for d in args.results:
         if not Path(d).is_dir():
             raise UsageError(f"--results {d}: not a directory")
-    rows = [r for r in iter_results(args.results) if r.get("grid") == args.grid]
+    rows = [r for r in iter_results(args.results) if r.identity.grid == args.grid]
     if not rows:
         raise UsageError(f"--grid {args.grid}: no finished result of that grid under {', '.join(args.results)}")
     revisions = sorted({r.get("environment", {}).get("git_revision", "?") for r in rows})
@@ -164,7 +167,7 @@ def cmd_time_split(args: argparse.Namespace) -> int:
 
     if not Path(args.results).is_dir():
         raise UsageError(f"--results {args.results}: not a directory")
-    rows: list[Mapping[str, Any]] = [r for r in iter_results([args.results]) if r.get("grid") == args.grid]
+    rows: list[Result] = [r for r in iter_results([args.results]) if r.identity.grid == args.grid]
     if not rows:
         raise UsageError(f"--grid {args.grid}: no finished result of that grid under {args.results}")
     dense: list[Mapping[str, Any]] = [d for d in iter_dense([args.results]) if d.get("grid") == args.grid]

@@ -115,7 +115,7 @@ def plan_run(args: argparse.Namespace) -> Plan:
         from depthprune.result import read_result
 
         result = read_result(args.result)  # a broken file: ResultFileError, exit 2 naming it
-        model = result["identity"].get("model")
+        model = result.identity.model
         if model != spec.id:
             raise UsageError(f"--result {args.result}: a result of model {model!r}, not of --model {spec.id!r}; "
                              f"pass --model {model} or a result of {spec.id}")
@@ -174,7 +174,7 @@ def cmd_speed_grid(args: argparse.Namespace) -> int:
     results = list(iter_results([args.results]))  # a broken file: ResultFileError, exit 2 naming it
     sets = cells.distinct_sets(results, args.grid)
     if not sets:
-        grids = sorted({str(r.get("grid")) for r in results})
+        grids = sorted({str(r.identity.grid) for r in results})
         raise UsageError(f"--grid {args.grid}: no pruned cells of that grid in {args.results}; "
                          f"grids there: {', '.join(grids) or 'none'}")
     plans = {}

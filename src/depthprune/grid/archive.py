@@ -14,7 +14,7 @@ checks that the committed REPORT.md is what they give).
 from __future__ import annotations
 
 import lzma
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ def _records(grid_dir: Path) -> list[dict[str, Any]]:
         if path.name.startswith("."):
             continue
         data = read_json_file(path)
-        if is_result(data) and not check_result(data, path)["stand_in"]:  # other JSON files are no cells
+        if is_result(data) and not check_result(data, path).identity.stand_in:  # other JSON files are no cells
             out.append({"kind": "result", "name": path.name, "data": data})
     for path in sorted((grid_dir / "dense").glob("*.json")):
         data = read_dense(path)
@@ -76,21 +76,21 @@ def _archive_text(path: Path) -> str:
         raise ResultFileError(path, f"not UTF-8 text once decompressed ({err.reason} at byte {err.start})") from None
 
 
-def _record(text: str, path: Path, n: int) -> tuple[str, str, dict[str, Any]]:
+def _record(text: str, path: Path, n: int) -> tuple[str, str, Mapping[str, Any]]:
     """Line ``n`` of archive ``path`` as (kind, name, data); results checked as
-    :func:`depthprune.result.read_result` checks a file."""
+    :func:`depthprune.result.read_result` checks a file (data a :class:`~depthprune.result.Result`), a
+    dense file's data its JSON object."""
     record = parse_json(text, path, n)
     if not (isinstance(record, dict) and record.get("kind") in KINDS and isinstance(record.get("name"), str)
             and isinstance(record.get("data"), dict)):
         raise ResultFileError(path, f"not an archive record: expected a JSON object with kind ({' or '.join(KINDS)}), "
                               "name (a string) and data (an object)", n)
-    data = record["data"]
     if record["kind"] == "result":
-        data = check_result(data, path, n, record["name"])
-    return record["kind"], record["name"], data
+        return record["kind"], record["name"], check_result(record["data"], path, n, record["name"])
+    return record["kind"], record["name"], record["data"]
 
 
-def read_archive(path: str | Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
+def read_archive(path: str | Path) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
     """(kind, name, data) per record; a truncated archive or a bad line raises
     :class:`~depthprune.result.ResultFileError` naming the file and the line."""
     path = Path(path)

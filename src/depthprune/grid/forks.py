@@ -32,6 +32,7 @@ from typing import Any
 from depthprune.env import switch
 from depthprune.grid.archive import SUFFIX, read_archive
 from depthprune.grid.reference import dtype_name
+from depthprune.result import Result
 from depthprune.verify import evaluation as ev
 from depthprune.verify.bands import Band, lookup, numeric_class
 from depthprune.verify.replay import PARTIAL, REPLAYED, Decision, recorded_loss, recorded_trace, replay
@@ -46,7 +47,7 @@ def across_enabled() -> bool:
     return switch(ENV)
 
 
-def archived_run(reference: Mapping[str, Any], archives: Iterable[str | Path]) -> dict[str, Any] | None:
+def archived_run(reference: Mapping[str, Any], archives: Iterable[str | Path]) -> Result | None:
     """The archived result that ``reference`` was made from: the same cell, dtype, removed set and
     calibration loss (bit for bit), in any of ``archives`` (``.jsonl.xz`` files or folders of them)."""
     paths: list[Path] = []
@@ -59,16 +60,16 @@ def archived_run(reference: Mapping[str, Any], archives: Iterable[str | Path]) -
                     and dtype_name((data.get("environment") or {}).get("dtype")) == reference.get("dtype")
                     and sorted(data["removed"]) == sorted(reference["removed"])
                     and data["calibration_loss"] == reference["calibration_loss"]):
-                return data
+                return Result.of(data)
     return None
 
 
-def losses(result: Mapping[str, Any]) -> dict[frozenset[int], float]:
+def losses(result: Result) -> dict[frozenset[int], float]:
     """Every loss a run recorded: the dense model, the singles of its prior, its trace."""
     out: dict[frozenset[int], float] = {frozenset(): float(result["dense_calibration_loss"])}
     for i, v in enumerate(result.get("prior") or []):
         out[frozenset([i])] = recorded_loss(v)
-    out.update(recorded_trace(dict(result)))
+    out.update(recorded_trace(result))
     out.setdefault(frozenset(result["removed"]), float(result["calibration_loss"]))
     return out
 
@@ -115,19 +116,19 @@ def _parting(here: Sequence[Decision], ref: Sequence[Decision]) -> tuple[Decisio
     return None
 
 
-def _first_difference(here: Mapping[str, Any], ref: Mapping[str, Any]) -> int:
-    a, b = recorded_trace(dict(here)), recorded_trace(dict(ref))
+def _first_difference(here: Result, ref: Result) -> int:
+    a, b = recorded_trace(here), recorded_trace(ref)
     for k, ((s, _), (t, _)) in enumerate(zip(a, b)):
         if s != t:
             return k
     return min(len(a), len(b))
 
 
-def check_across(result: Mapping[str, Any], reference_run: Mapping[str, Any], table: Mapping[str, Any]) -> ForkCheck:
+def check_across(result: Result, reference_run: Result, table: Mapping[str, Any]) -> ForkCheck:
     """``result`` (run here) against ``reference_run`` (the reference's archived run) under ``table``'s bands."""
     rc, hc = numeric_class(reference_run["environment"]), numeric_class(result["environment"])
     check = ForkCheck(rc, hc)
-    objective, model = result["identity"]["objective"], result["identity"]["model"]
+    objective, model = result.identity.objective, result.identity.model
 
     def band(loss: float) -> Band | None:
         return lookup(table, rc, hc, objective, model, loss)
@@ -140,7 +141,7 @@ def check_across(result: Mapping[str, Any], reference_run: Mapping[str, Any], ta
     if own.flagged:
         check.notes.append(own.flagged)
     partial = None
-    replays = {name: replay(dict(run)) for name, run in (("here", result), ("reference", reference_run))}
+    replays = {name: replay(run) for name, run in (("here", result), ("reference", reference_run))}
     for name, rep in replays.items():
         if name == "reference" and rep.status == PARTIAL:  # archived before its searcher recorded what it read
             partial = f"the reference's archived run replays only in part ({rep.not_replayed})"
@@ -192,7 +193,7 @@ def check_across(result: Mapping[str, Any], reference_run: Mapping[str, Any], ta
     return check
 
 
-def _check_evaluation(check: ForkCheck, result: Mapping[str, Any], reference_run: Mapping[str, Any],
+def _check_evaluation(check: ForkCheck, result: Result, reference_run: Result,
                       table: Mapping[str, Any]) -> None:
     """The same removed set: every item outcome and window here against the reference run's, under rule E2."""
     items = {task: {metric: dict(enumerate(int(c) for c in outcomes)) for metric, outcomes in per_metric.items()}
@@ -204,7 +205,7 @@ def _check_evaluation(check: ForkCheck, result: Mapping[str, Any], reference_run
     common_items = {t: m for t, m in items.items() if t in (reference_run.get("item_outcomes") or {})}
     common_windows = {n: w for n, w in windows.items() if n in (reference_run.get("window_nll") or {})}
     seen = ev.check_evaluation(reference_run, ev.Measured(common_items, common_windows),
-                               ev.lookup(table, check.recorded_class, check.here_class, result["identity"]["model"],
+                               ev.lookup(table, check.recorded_class, check.here_class, result.identity.model,
                                          result["removed"]))
     line = (f"same removed set; {seen.items} items ({seen.disagreements} disagree, {seen.allowed} allowed) and "
             f"{seen.windows} windows against the reference run's (rule {ev.RULE})")

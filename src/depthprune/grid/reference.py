@@ -22,7 +22,7 @@ hold for every precision and live in ``reference/<cell>.json``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,6 +31,7 @@ from typing import Any
 from depthprune.env import environment, git_revision
 from depthprune.grid.cases import Tolerance
 from depthprune.jsonio import read_json, write_json_atomic
+from depthprune.result import Result
 
 ACCURACY_SUFFIXES = ("_acc", "_acc_norm")
 
@@ -54,7 +55,7 @@ def reference_dtypes(ref_dir: str | Path, cell_id: str) -> list[str]:
     return sorted(d.name for d in root.iterdir() if d.is_dir() and (d / f"{cell_id}.json").is_file())
 
 
-def _result_dtype(result: dict[str, Any]) -> str | None:
+def _result_dtype(result: Mapping[str, Any]) -> str | None:
     dtype = (result.get("environment") or {}).get("dtype")
     return dtype_name(dtype) if dtype else None
 
@@ -63,11 +64,11 @@ def _comparable(metrics: dict[str, float]) -> dict[str, float]:
     return {k: v for k, v in metrics.items() if not k.endswith("_stderr")}
 
 
-def _made_on_stand_in(result: dict[str, Any]) -> bool:
-    return bool((result.get("identity") or {}).get("stand_in", result.get("stand_in", False)))
+def _made_on_stand_in(result: Result) -> bool:
+    return bool(result.identity.stand_in)
 
 
-def make_reference(result: dict[str, Any], tolerance: Tolerance, command: str) -> dict[str, Any]:
+def make_reference(result: Result, tolerance: Tolerance, command: str) -> dict[str, Any]:
     if _made_on_stand_in(result):
         raise ValueError(f"{result.get('cell')}: made on a rehearsal stand-in; a stand-in result is never a reference")
     dtype = _result_dtype(result)
@@ -130,12 +131,12 @@ def _metric_tolerance(name: str, tol: dict[str, float]) -> tuple[str, float]:
     return "rel", tol["perplexity_rel"]
 
 
-def compare(result: dict[str, Any], reference: dict[str, Any]) -> tuple[list[str], list[str]]:
+def compare(result: Result, reference: dict[str, Any]) -> tuple[list[str], list[str]]:
     """(problems, notes): the cell passes when ``problems`` is empty."""
     problems: list[str] = []
     notes: list[str] = []
     if _made_on_stand_in(result):
-        return [f"made on a rehearsal stand-in ({(result.get('identity') or {}).get('weights')}): "
+        return [f"made on a rehearsal stand-in ({result.identity.weights}): "
                 "never compared with a reference (bench/test_rehearsal.py checks invariants)"], notes
     got = sorted(result["removed"])
     if reference.get("kind") == "public-source":

@@ -21,13 +21,14 @@ the identity, so of the fingerprint).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from depthprune.jsonio import write_json_atomic
 from depthprune.result import (
     REQUIRED_FIELDS,
+    Result,
     ResultError,
     ResultFileError,
     read_dense,
@@ -74,14 +75,14 @@ def claim_results_dir(directory: str | Path, stand_in: bool) -> None:
         marker.write_text("results made on rehearsal stand-ins (depthprune.rehearsal): never real results\n")
 
 
-def write_result(path: str | Path, result: dict[str, Any]) -> None:
+def write_result(path: str | Path, result: Mapping[str, Any]) -> None:
     missing = [k for k in REQUIRED_FIELDS if k not in result]
     if missing:
         raise ResultError(f"refusing to write an incomplete result to {path}: missing {', '.join(missing)}")
     write_json_atomic(path, to_json(result))
 
 
-def load_finished(path: Path, expected_fingerprint: str) -> dict[str, Any] | None:
+def load_finished(path: Path, expected_fingerprint: str) -> Result | None:
     """The stored result if it is complete and was made with the same settings, else None."""
     if not path.is_file():
         return None
@@ -92,7 +93,7 @@ def load_finished(path: Path, expected_fingerprint: str) -> dict[str, Any] | Non
     return data if data.get("fingerprint") == expected_fingerprint else None
 
 
-def iter_results(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator[dict[str, Any]]:
+def iter_results(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator[Result]:
     """Every cell result under ``dirs`` (recursively); a cell found twice keeps the newest.
 
     Results made on stand-in models are skipped unless ``stand_in`` (then only they are read). So are
@@ -103,24 +104,26 @@ def iter_results(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator
     """
     from depthprune.grid.archive import SUFFIX, read_archive
 
-    newest: dict[tuple[str | None, str | None], tuple[float, dict[str, Any]]] = {}
+    newest: dict[tuple[str | None, str | None], tuple[float, Result]] = {}
     for d in dirs:
         for archive in sorted(Path(d).rglob(f"*{SUFFIX}")):  # archived results lose to live files (stamp 0)
             for kind, _, data in read_archive(archive):
-                key = (data.get("grid"), data.get("cell"))
-                if kind == "result" and bool(data["stand_in"]) == stand_in and data["cell"] is not None:
-                    newest.setdefault(key, (0.0, data))
+                if kind != "result":
+                    continue
+                r = Result.of(data)
+                if bool(r.identity.stand_in) == stand_in and r.cell is not None:
+                    newest.setdefault((r.identity.grid, r.cell), (0.0, r))
         for path in sorted(Path(d).rglob("*.json")):
             if path.parent.name in ("dense", "eval-cache") or path.name.startswith(".") or not path.is_file():
                 continue
             data = read_result_file(path)
-            if data is None or bool(data["stand_in"]) != stand_in or data["cell"] is None:
+            if data is None or bool(data.identity.stand_in) != stand_in or data.cell is None:
                 continue
-            key = (data["grid"], data["cell"])
+            key = (data.identity.grid, data.cell)
             stamp = path.stat().st_mtime
             if key not in newest or stamp > newest[key][0]:
                 newest[key] = (stamp, data)
-    for _, data in sorted(newest.values(), key=lambda sd: (sd[1]["grid"], sd[1]["cell"])):
+    for _, data in sorted(newest.values(), key=lambda sd: (sd[1].identity.grid or "", sd[1].cell or "")):
         yield data
 
 
@@ -134,7 +137,7 @@ def iter_dense(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator[d
         for archive in sorted(Path(d).rglob(f"*{SUFFIX}")):
             for kind, _, data in read_archive(archive):
                 if kind == "dense" and bool(data.get("stand_in", False)) == stand_in:
-                    yield data
+                    yield dict(data)  # a dense file's JSON object
         for path in sorted(Path(d).rglob("dense/*.json")):
             data = read_dense(path)
             if bool(data.get("stand_in", False)) == stand_in:

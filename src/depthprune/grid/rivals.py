@@ -35,6 +35,7 @@ from depthprune.env import environment
 from depthprune.grid.cases import Grid
 from depthprune.grid.runner import GridRunner, objective_params
 from depthprune.jsonio import read_json, write_json_atomic
+from depthprune.result import Result
 from depthprune.search import get_searcher
 from depthprune.verify.firmness import (
     BANDS,
@@ -74,11 +75,11 @@ class TurnedScore(RecordedReads):
         return [self(s) for s in sets]
 
 
-def follow(result: Mapping[str, Any], decision: Decision, compute: Callable[[frozenset[int]], float]
+def follow(result: Result, decision: Decision, compute: Callable[[frozenset[int]], float]
            ) -> tuple[list[int], float, int]:
     """The cell's searcher run again with ``decision`` turned (module docstring): (removed, loss, sets
     computed here)."""
-    recorded: dict[frozenset[int], float] = dict(recorded_trace(dict(result)))
+    recorded: dict[frozenset[int], float] = dict(recorded_trace(result))
     prior = [recorded_loss(v) for v in result.get("prior") or []]
     for i, v in enumerate(prior):
         recorded.setdefault(frozenset([i]), v)
@@ -94,8 +95,8 @@ def follow(result: Mapping[str, Any], decision: Decision, compute: Callable[[fro
         extras["block_influence"] = info["block_influence"]
     score = TurnedScore(recorded, swap, compute, extras)
     settings = result.get("settings") or {}
-    seed = int((result.get("identity") or {}).get("search_seed", 0))
-    searcher = get_searcher(str(result["search"]), **dict(result.get("search_params") or {}))
+    seed = int(result.identity.search_seed)
+    searcher = get_searcher(str(result.identity.search), **dict(result.get("search_params") or {}))
     torch.manual_seed(seed)  # as recipe.Calibration.search
     found = searcher.search(n_layers=int(result["n_layers"]), budget=len(result["removed"]), score=score,
                             seed=seed, protected=frozenset(settings.get("protected") or ()),
@@ -103,12 +104,12 @@ def follow(result: Mapping[str, Any], decision: Decision, compute: Callable[[fro
     return sorted(found.removed), float(found.loss), len(score.computed)
 
 
-def wanted(results: Sequence[Mapping[str, Any]], table: Mapping[str, Any]
-           ) -> list[tuple[Mapping[str, Any], Decision, list[str]]]:
+def wanted(results: Sequence[Result], table: Mapping[str, Any]
+           ) -> list[tuple[Result, Decision, list[str]]]:
     """(result, turned decision, bands) for every cell inside a band, one entry per distinct decision."""
-    out: dict[tuple[str, str], tuple[Mapping[str, Any], Decision, list[str]]] = {}
+    out: dict[tuple[str, str], tuple[Result, Decision, list[str]]] = {}
     for r in results:
-        rep = replay(dict(r))
+        rep = replay(r)
         for band in BANDS:
             c = cell_firmness(r, rep.decisions, rep.status, band, table)
             d = turned(c) if c.status == INSIDE else None
@@ -117,7 +118,7 @@ def wanted(results: Sequence[Mapping[str, Any]], table: Mapping[str, Any]
     return list(out.values())
 
 
-def measure(grid: Grid, results: Sequence[Mapping[str, Any]], table: Mapping[str, Any], work_dir: str | Path,
+def measure(grid: Grid, results: Sequence[Result], table: Mapping[str, Any], work_dir: str | Path,
             out: str | Path, command: str, progress: bool = True, limit: int | None = None) -> dict[str, Any]:
     """Find and evaluate every rival of ``results`` (one grid's archived cells); write ``out`` after each
     (an interrupted run keeps what it did and resumes from it)."""
@@ -127,7 +128,7 @@ def measure(grid: Grid, results: Sequence[Mapping[str, Any]], table: Mapping[str
         done = {"schema": RIVALS_SCHEMA, "grid": grid.name, "command": command, "environment": environment(), "rivals": []}
     have = {(x["cell"], x["decision_key"]) for x in done["rivals"]}
     todo = [w for w in wanted(results, table) if (str(w[0]["cell"]), decision_key(w[1])) not in have]
-    todo.sort(key=lambda w: (w[0]["model"], w[0]["objective"], str(w[0]["cell"])))
+    todo.sort(key=lambda w: (w[0].identity.model, w[0].identity.objective, str(w[0]["cell"])))
     todo = todo[:limit] if limit is not None else todo
     runner = GridRunner(work_dir)
     for r, d, bands in tqdm(todo, desc=f"rivals of {grid.name}", disable=not progress):
@@ -144,7 +145,8 @@ def measure(grid: Grid, results: Sequence[Mapping[str, Any]], table: Mapping[str
             how = "followed"
         search_seconds = time.perf_counter() - start
         record: dict[str, Any] = {
-            "cell": r["cell"], "model": r["model"], "objective": r["objective"], "search": r["search"],
+            "cell": r["cell"], "model": r.identity.model, "objective": r.identity.objective,
+            "search": r.identity.search,
             "bands": bands, "decision_key": decision_key(d), "decision": d.to_dict(), "how": how,
             "removed": removed, "calibration_loss": loss, "same_set": removed == sorted(r["removed"]),
             "sets_computed_here": computed, "search_seconds": round(search_seconds, 3)}
@@ -191,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--archive {args.archive}: no {archive.name} (archive the grid first: depthprune archive)")
     if args.limit is not None and args.limit < 1:
         raise UsageError(f"--limit {args.limit}: at least 1")
-    results = [data for kind, _, data in read_archive(archive) if kind == "result"]
+    results = [Result.of(data) for kind, _, data in read_archive(archive) if kind == "result"]
     out = Path(args.out) if args.out else rivals_path(args.archive, args.grid)
     command = "depthprune measure rivals " + " ".join(sys.argv[3:]) if sys.argv[1:3] == ["measure", "rivals"] \
         else f"depthprune measure rivals --grid {args.grid}"

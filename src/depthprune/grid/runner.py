@@ -23,7 +23,7 @@ from depthprune.models import MODELS, WeightsUnavailable, is_stand_in, locate, r
 from depthprune.objectives import make_objective
 from depthprune.profiles import get_profile
 from depthprune.recipe import Calibration, Session, identity, make_result, settings
-from depthprune.result import Identity, fingerprint
+from depthprune.result import Identity, Result, fingerprint
 from depthprune.score_store import STORE_NAME, store_enabled
 from depthprune.search import get_searcher
 from depthprune.weights import fingerprint as weights_fingerprint
@@ -127,7 +127,7 @@ class GridRunner:
         ``DEPTHPRUNE_SCORE_STORE=off``."""
         return self.results_dir / STORE_NAME if store_enabled() else None
 
-    def result(self, grid: Grid, cell: Cell) -> dict[str, Any]:
+    def result(self, grid: Grid, cell: Cell) -> Result:
         """The cell's result: the stored one if finished with the same settings, else a new run."""
         weights_dir = check_runnable(grid, cell, self.device)
         if is_stand_in(weights_dir) != self.stand_in:
@@ -147,7 +147,7 @@ class GridRunner:
         result = self.run(grid, cell)
         write_result(path, result)
         self.ran.append(cell.id)
-        return result
+        return Result.of(result)
 
     def run(self, grid: Grid, cell: Cell) -> dict[str, Any]:
         """Prune (recipe), evaluate, and return the cell's result (not stored)."""

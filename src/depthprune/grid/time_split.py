@@ -23,10 +23,11 @@ from typing import Any
 
 from depthprune.gates import energy_passes
 from depthprune.jsonio import canonical, read_json
+from depthprune.result import Result
 
 
-def condition_of(result: Mapping[str, Any]) -> tuple[str, str, str]:
-    return (result["identity"]["model"], result["identity"]["objective"],
+def condition_of(result: Result) -> tuple[str, str, str]:
+    return (result.identity.model, result.identity.objective,
             canonical(result.get("objective_params", {})))
 
 
@@ -49,11 +50,11 @@ def _evaluation_here(cost: Mapping[str, Any]) -> float:
     return 0.0 if cost.get("eval_cached") else cost.get("eval_seconds", 0.0)
 
 
-def per_searcher(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def per_searcher(results: Iterable[Result]) -> list[dict[str, Any]]:
     """One row per searcher: cells, seconds of search as it ran and as shared, of evaluation."""
     rows: defaultdict[str, defaultdict[str, float]] = defaultdict(lambda: defaultdict(int))  # counts stay int
     for r in results:
-        c, row = r["cost"], rows[r["identity"]["search"]]
+        c, row = r["cost"], rows[r.identity.search]
         row["cells"] += 1
         row["search s (here)"] += search_here(c)
         row["search s (shared)"] += c.get("search_seconds", 0.0) - search_here(c)
@@ -65,7 +66,7 @@ def per_searcher(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             for name, row in sorted(rows.items())]
 
 
-def per_phase(results: list[Mapping[str, Any]], dense_files: list[Mapping[str, Any]], eval_cache: Path | None,
+def per_phase(results: list[Result], dense_files: list[Mapping[str, Any]], eval_cache: Path | None,
               wall_seconds: float | None = None, workers: int = 1) -> list[dict[str, Any]]:
     """Seconds per phase over the whole run (module docstring), and their share of wall × workers."""
     phases: defaultdict[str, float] = defaultdict(int)
@@ -94,10 +95,10 @@ def per_phase(results: list[Mapping[str, Any]], dense_files: list[Mapping[str, A
     return rows
 
 
-def repeats(results: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def repeats(results: list[Result]) -> list[dict[str, Any]]:
     """Per condition: sets asked by its cells, distinct sets, repeats, repeats computed again; and
     per model: evaluations, distinct removed sets, repeats, repeats computed again."""
-    by_cond: dict[tuple, list[Mapping[str, Any]]] = defaultdict(list)
+    by_cond: dict[tuple, list[Result]] = defaultdict(list)
     for r in results:
         by_cond[condition_of(r)].append(r)
     rows = []
@@ -120,9 +121,9 @@ def repeats(results: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
             rows.append({"what": f"gate-gradient energy: {cond[0]} {cond[1]}", "cells": len(energy),
                          "asked": len(energy), "distinct": 1, "repeats": len(energy) - 1,
                          "computed twice": max(0, here - 1)})
-    by_model: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    by_model: dict[str, list[Result]] = defaultdict(list)
     for r in results:
-        by_model[r["identity"]["model"]].append(r)
+        by_model[r.identity.model].append(r)
     for model, cells in sorted(by_model.items()):
         sets = Counter(tuple(sorted(r["removed"])) for r in cells)
         fresh = Counter(tuple(sorted(r["removed"])) for r in cells if not r["cost"].get("eval_cached"))

@@ -169,17 +169,17 @@ def _measured_index(dirs: Sequence[str]) -> tuple[dict[str, dict[str, Any]], dic
     sums: dict[str, list[float]] = {}
     for stand_in in (False, True):
         for r in iter_results(dirs, stand_in=stand_in):
-            ident = r["identity"]
-            n, m = int(r["n_layers"]), int(ident["budget"])
+            ident = r.identity
+            n, m = int(r["n_layers"]), int(ident.budget)
             try:
-                bound = forwards_bound(n, evaluation_bounds(ident["search"], r["search_params"], n, m))
+                bound = forwards_bound(n, evaluation_bounds(ident.search, r["search_params"], n, m))
             except (TypeError, ValueError):
                 continue
             by_cell.setdefault(r["cell"], {
-                "grid": ident["grid"], "stand_in": bool(ident["stand_in"]), "n_layers": n,
+                "grid": ident.grid, "stand_in": bool(ident.stand_in), "n_layers": n,
                 "evaluations": r["cost"]["evaluations"], "layer_forwards": r["cost"]["layer_forwards"],
                 "tokens_per_pass": (r.get("calibration_protocol") or {}).get("tokens_per_pass")})
-            acc = sums.setdefault(ident["search"], [0.0, 0.0])
+            acc = sums.setdefault(ident.search, [0.0, 0.0])
             acc[0] += r["cost"]["layer_forwards"]
             acc[1] += bound
     return by_cell, {k: v[0] / v[1] for k, v in sums.items() if v[1] > 0}

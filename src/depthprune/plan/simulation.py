@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from depthprune.request_cost import ENERGY, Request, replay_cost
+from depthprune.result import Result
 from depthprune.search import get_searcher
 
 Losses = Callable[[frozenset[int]], float]
@@ -54,7 +55,7 @@ class RecordedLosses:
             raise NotRecorded(f"the run never scored {sorted(s)}") from None
 
 
-def recorded_losses(result: dict[str, Any]) -> RecordedLosses:
+def recorded_losses(result: Mapping[str, Any]) -> RecordedLosses:
     """A result's dense loss, prior (single removals) and trace as a loss function."""
     losses: dict[frozenset[int], float] = {frozenset(): float(result["dense_calibration_loss"])}
     losses.update({frozenset([i]): math.nan if v is None else float(v) for i, v in enumerate(result["prior"])})
@@ -120,16 +121,16 @@ def simulate(searcher: str, params: dict[str, Any], n_layers: int, budget: int, 
     return Simulated(replay.evaluations, replay.layer_forwards, replay.layer_backwards, result.removed)
 
 
-def check_result(result: dict[str, Any], keep_best: int = 4) -> tuple[Simulated, dict[str, int]]:
+def check_result(result: Result, keep_best: int = 4) -> tuple[Simulated, dict[str, int]]:
     """(the planner's count on the run's recorded losses, the run's own count).
 
     Equal for every searcher whose path is a function of the losses; raises
     :class:`NotRecorded` where the simulated searcher leaves the recorded path.
     """
     settings = result.get("settings", {})
-    ident = result["identity"]
-    sim = simulate(ident["search"], result["search_params"], int(result["n_layers"]), int(ident["budget"]),
-                   recorded_losses(result), seed=int(ident["search_seed"]),
+    ident = result.identity
+    sim = simulate(ident.search, result["search_params"], int(result["n_layers"]), int(ident.budget),
+                   recorded_losses(result), seed=int(ident.search_seed),
                    use_prior=bool(settings.get("use_prior", True)), protected=settings.get("protected", ()),
                    keep_best=keep_best)
     cost = result["cost"]

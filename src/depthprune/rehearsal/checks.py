@@ -22,12 +22,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from depthprune.grid.cases import Cell, Grid
 from depthprune.models import MODELS, STAND_IN_MARKER, is_stand_in
-from depthprune.result import ResultError, validate
+from depthprune.result import Result, ResultError, validate
 from depthprune.scoring import replay_cost
 from depthprune.search import get_searcher
 
@@ -36,24 +37,23 @@ PPL_METRICS = ("wikitext2_ppl", "c4_ppl", "lambada_ppl", "lambada_acc", "avg_acc
 ACC_NORM_TASKS = ("hellaswag", "arc_easy", "arc_challenge", "piqa")
 
 
-def check_result(result: dict[str, Any], grid: Grid, cell: Cell,
+def check_result(result: Result, grid: Grid, cell: Cell,
                  eval_items: dict[str, int] | None = None) -> list[str]:
     """Problems with a finished rehearsal cell (see the module docstring); ``eval_items``: each
     lm-eval task's evaluation-split size in the stand-in data (to predict the items evaluated)."""
     problems: list[str] = []
     try:
-        validate(result, cell.id)
+        ident = validate(result, cell.id).identity
     except ResultError as err:
         return [f"schema: {err}"]
-    ident = result["identity"]
     n_layers = MODELS[cell.model].n_layers
     if n_layers is None:
         return [f"model {cell.model} has no registered layer count: a rehearsal cell needs one"]
     expect = {"stand_in": True, "grid": grid.name, "model": cell.model, "objective": cell.objective,
               "search": cell.search, "budget": cell.budget, "search_seed": cell.seed, "profile": "paper"}
     for key, value in expect.items():
-        if ident.get(key) != value:
-            problems.append(f"identity.{key} = {ident.get(key)!r}, expected {value!r}")
+        if getattr(ident, key) != value:
+            problems.append(f"identity.{key} = {getattr(ident, key)!r}, expected {value!r}")
     if result["n_layers"] != n_layers:
         problems.append(f"n_layers {result['n_layers']} != the real model's {n_layers}")
     removed = result["removed"]
@@ -73,7 +73,7 @@ def check_result(result: dict[str, Any], grid: Grid, cell: Cell,
     return problems
 
 
-def _check_settings(result: dict[str, Any], grid: Grid) -> list[str]:
+def _check_settings(result: Mapping[str, Any], grid: Grid) -> list[str]:
     s = result["settings"]
     from depthprune.models import resolve_dtype
 
@@ -86,7 +86,7 @@ def _check_settings(result: dict[str, Any], grid: Grid) -> list[str]:
     return problems
 
 
-def _check_calibration(result: dict[str, Any], grid: Grid, cell: Cell) -> list[str]:
+def _check_calibration(result: Mapping[str, Any], grid: Grid, cell: Cell) -> list[str]:
     params, proto = result["objective_params"], result["calibration_protocol"]
     wanted = grid.objective_params.get(cell.objective, {})
     problems = [f"objective {key} = {params.get(key)!r}, case file says {value!r}"
@@ -106,7 +106,7 @@ def _check_calibration(result: dict[str, Any], grid: Grid, cell: Cell) -> list[s
     return problems
 
 
-def expected_requests(result: dict[str, Any]) -> list[frozenset[int]]:
+def expected_requests(result: Mapping[str, Any]) -> list[frozenset[int]]:
     """The removal sets the searcher asked a private scorer for, in order: the charged prior's
     singles, then every set of its trace (the trace holds each distinct set once, in order)."""
     n = result["n_layers"]
@@ -114,7 +114,7 @@ def expected_requests(result: dict[str, Any]) -> list[frozenset[int]]:
     return singles + [frozenset(s) for s, _ in result["trace"]]
 
 
-def check_cost(result: dict[str, Any], grid: Grid, cell: Cell) -> list[str]:
+def check_cost(result: Mapping[str, Any], grid: Grid, cell: Cell) -> list[str]:
     """The cost is what the searcher predicts and what a replay of its trace counts."""
     problems = []
     cost, n = result["cost"], result["n_layers"]
@@ -136,7 +136,7 @@ def check_cost(result: dict[str, Any], grid: Grid, cell: Cell) -> list[str]:
     return problems
 
 
-def _check_evaluation(result: dict[str, Any], grid: Grid, eval_items: dict[str, int]) -> list[str]:
+def _check_evaluation(result: Mapping[str, Any], grid: Grid, eval_items: dict[str, int]) -> list[str]:
     if not result["evaluated"]:
         return ["the cell was not evaluated"]
     from depthprune.profiles import PAPER

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from depthprune.grid.results import iter_dense, iter_results
 from depthprune.report import analysis as A
@@ -32,6 +31,7 @@ from depthprune.report.controls import is_control, render_controls
 from depthprune.report.grids import declared_grids, partial_grids, partial_lines
 from depthprune.report.precision import render_precision
 from depthprune.report.wrap import wrap_markdown
+from depthprune.result import Result
 from depthprune.verify.firmness import read_rivals
 
 #: the first line of every page written under reports/: how a stale one is told from a hand-written file
@@ -43,8 +43,8 @@ def _page(title: str, report_link: str, body: list[str]) -> list[str]:
             "", *body]
 
 
-def _grid_page(grid: str, results: list[dict[str, Any]], dense) -> S.Page:
-    mine = [r for r in results if r["grid"] == grid]
+def _grid_page(grid: str, results: list[Result], dense) -> S.Page:
+    mine = [r for r in results if r.identity.grid == grid]
     conds = A.by_condition(mine)
     return S.Page(f"Grid `{grid}`: the per-condition tables", [
         "## Results per model, objective and budget", "", *T.results_section(mine, conds, dense),
@@ -57,7 +57,7 @@ def _write(path: Path, lines: list[str]) -> None:
     path.write_text("\n".join(wrap_markdown(lines)))
 
 
-def reported(results_dirs: Iterable[str | Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def reported(results_dirs: Iterable[str | Path]) -> tuple[list[Result], list[Result]]:
     """(every result the report reads, the main grids' results the verdicts judge): CI slices are
     never reported (cheaper repeats), controls only in their own sections."""
     dirs = [Path(d) for d in results_dirs]
@@ -69,7 +69,7 @@ def readme_block(results_dirs: Iterable[str | Path], readme: str | Path, report:
                  cases_dir: str | Path | None = "cases") -> list[str]:
     """The README verdict block ``write_report`` writes for these results (what a test compares)."""
     _, results = reported(results_dirs)
-    grids = {r["grid"] for r in results}
+    grids = {r.identity.grid for r in results}
     declared = declared_grids(cases_dir)
     not_run = [d.name for d in declared if d.name not in grids]
     in_part = list(partial_grids([d for d in declared if d.name in grids], results))
@@ -94,7 +94,7 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     figures = Path(figures_dir) if figures_dir is not None else out.parent / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     reports = Path(reports_dir) if reports_dir is not None else out.parent / "reports"
-    grids = sorted({r["grid"] for r in results})
+    grids = A.grids_of(results)
     thresholds = claims.load_thresholds()
     verdicts = claims.judge_all(results, thresholds)
     assessed = F.assess(every)
@@ -106,7 +106,7 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     task_baselines, task_baselines_page = render_task_baselines()
     x = S.Inputs(
         command=command, dirs=dirs, out=out, every=every, results=results, dense=dense, grids=grids,
-        controls_grids=sorted({r["grid"] for r in every if is_control(r)}), thresholds=thresholds,
+        controls_grids=A.grids_of(r for r in every if is_control(r)), thresholds=thresholds,
         verdicts=verdicts, assessed=assessed, rejudged=rejudged, flips=F.flippable(rejudged), missing=missing,
         not_run=[d.name for d in missing], partial=partial_lines(partly), in_part=list(partly),
         figure_paths=figures_for(A.by_condition(results), figures, grids, dense), controls=render_controls(every),

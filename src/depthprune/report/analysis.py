@@ -28,6 +28,7 @@ from scipy import stats
 
 from depthprune.grid.reference import jaccard  # one definition: the grid's check and the report share it
 from depthprune.report.noise import outcome_bits
+from depthprune.result import Condition, Result
 
 MIN_DISTINCT_FOR_SPEARMAN = 5
 
@@ -40,15 +41,18 @@ def searcher_rank(name: str) -> tuple[int, str]:
     return (cls.order if cls is not None else 1 << 30, name)
 
 
-Condition = tuple[str, str, str, int]  # grid, model, objective, budget
+def grids_of(results: Iterable[Result]) -> list[str]:
+    """The grids ``results`` come from, sorted (a result outside any grid, ``prune --json``, is none's)."""
+    return sorted({r.identity.grid for r in results if r.identity.grid is not None})
 
 
-def by_condition(results: Iterable[dict[str, Any]]) -> dict[Condition, list[dict[str, Any]]]:
-    out: dict[Condition, list[dict[str, Any]]] = defaultdict(list)
+def by_condition(results: Iterable[Result]) -> dict[Condition, list[Result]]:
+    out: dict[Condition, list[Result]] = defaultdict(list)
     for r in results:
-        out[(r["grid"], r["model"], r["objective"], r["budget"])].append(r)
+        out[r.condition].append(r)
     for rows in out.values():
-        rows.sort(key=lambda r: (searcher_rank(r["search"]), r["search"], r["search_seed"], r["variant"]))
+        rows.sort(key=lambda r: (searcher_rank(r.identity.search), r.identity.search, r.identity.search_seed,
+                                 r.identity.variant))
     return dict(sorted(out.items()))
 
 
@@ -95,11 +99,11 @@ def _spearman_along(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.clip(rho, -1.0, 1.0)
 
 
-def alignment(rows: Sequence[dict[str, Any]], metric: str = "avg_acc", seed: int = 0,
+def alignment(rows: Sequence[Result], metric: str = "avg_acc", seed: int = 0,
               x: str = "calibration_loss") -> Correlation | None:
     """Spearman(−x, accuracy) with a paired bootstrap 95% interval; x is the calibration loss or a
     metric of the result (e.g. "c4_ppl")."""
-    def lower_is_better(r: dict[str, Any]) -> float | None:
+    def lower_is_better(r: Result) -> float | None:
         return r["calibration_loss"] if x == "calibration_loss" else r["metrics"].get(x)
 
     pts = [(lower_is_better(r), r["metrics"].get(metric)) for r in rows]
@@ -132,7 +136,7 @@ class VarianceShare:
     n: int
 
 
-def variance_shares(rows: Sequence[dict[str, Any]], metric: str, transform=lambda v: v) -> VarianceShare | None:
+def variance_shares(rows: Sequence[Result], metric: str, transform=lambda v: v) -> VarianceShare | None:
     """Two-way decomposition (objective × searcher, one observation per cell) of ``metric``.
 
     SS_total = SS_objective + SS_searcher + SS_residual (interaction), from the balanced
@@ -142,7 +146,7 @@ def variance_shares(rows: Sequence[dict[str, Any]], metric: str, transform=lambd
     for r in rows:
         value = r["metrics"].get(metric) if metric != "calibration_loss" else r["calibration_loss"]
         if value is not None and math.isfinite(value):
-            table[(r["objective"], r["search"])] = transform(value)
+            table[(r.identity.objective, r.identity.search)] = transform(value)
     objectives = sorted({o for o, _ in table})
     searchers = sorted({s for _, s in table if all((o, s) in table for o in objectives)})
     if len(objectives) < 2 or len(searchers) < 2:

@@ -8,38 +8,45 @@ table — or "not measured" where the cells it needs are absent. Pure functions 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from depthprune.report import analysis as A
 from depthprune.report import tables as T
 from depthprune.report.cells import fmt as _f
 from depthprune.report.cells import layers as _layers
 from depthprune.report.cells import table as _fit
+from depthprune.result import Result
 
 Key = tuple[str, str, str, int]  # model, objective, searcher, budget
 
 
-def is_control(r: dict[str, Any]) -> bool:
+def _key(r: Result) -> Key:
+    i = r.identity
+    return (i.model, i.objective, i.search, i.budget)
+
+
+def is_control(r: Result) -> bool:
     return r.get("grid_kind") == "controls"
 
 
-def _extra_seed(r: dict[str, Any]) -> bool:
+def _extra_seed(r: Result) -> bool:
     """A cell of a calibration-seed block (its id ends in -c<seed>)."""
     return re.search(r"-c\d+$", r.get("cell") or "") is not None
 
 
-def _index(rows: Sequence[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
+def _index(rows: Sequence[Result]) -> dict[Key, Result]:
     """Default-variant, default-calibration-seed cells by (model, objective, searcher, budget)."""
-    return {(r["model"], r["objective"], r["search"], r["budget"]): r for r in rows
-            if r.get("variant", "default") == "default" and not _extra_seed(r)}
+    return {_key(r): r for r in rows
+            if r.identity.variant == "default" and not _extra_seed(r)}
 
 
-def _acc(r: dict[str, Any] | None) -> float | None:
+def _acc(r: Result | None) -> float | None:
     return None if r is None else r.get("metrics", {}).get("avg_acc")
 
 
@@ -48,13 +55,13 @@ def _table(rows: list[list[Any]], headers: list[str], keys: int = 1) -> str:
     return _fit(rows, headers, keys)
 
 
-def _headline(r: dict[str, Any]) -> tuple[list[str], Any]:
+def _headline(r: Result) -> tuple[list[str], Any]:
     """The tasks a result's avg_acc averages and each task's headline metric (its profile's)."""
     prof = T.profile_of([r])
     return T.evaluated_tasks([r], prof), prof.headline_metric
 
 
-def _acc_ci(r: dict[str, Any] | None) -> str:
+def _acc_ci(r: Result | None) -> str:
     """A result's avg accuracy in points with its 95% interval, as every accuracy REPORT shows
     (:func:`depthprune.report.tables.accuracy_cell`: cluster bootstrap of its items; [–] without them)."""
     if r is None or _acc(r) is None:
@@ -63,7 +70,7 @@ def _acc_ci(r: dict[str, Any] | None) -> str:
     return T.accuracy_cell(r, tasks, headline, _acc(r))
 
 
-def _paired(a: dict[str, Any], b: dict[str, Any]) -> A.PairedDifference | None:
+def _paired(a: Result, b: Result) -> A.PairedDifference | None:
     """avg-acc(a) − avg-acc(b) over the same items with its paired 95% interval; None without outcomes."""
     if not a.get("item_outcomes") or not b.get("item_outcomes"):
         return None
@@ -76,7 +83,7 @@ def _delta(d: A.PairedDifference | None) -> str:
     return "–" if d is None else f"{100 * d.delta:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]"
 
 
-def ground_truth(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
+def ground_truth(ctrl: list[Result], main: list[Result]) -> list[str]:
     """Each main-grid searcher's loss against the optimum (exhaustive) and chance (random sets)."""
     c, m = _index(ctrl), _index(main)
     rows, gaps = [], defaultdict(list)
@@ -84,7 +91,8 @@ def ground_truth(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list
     conditions = sorted({(k[0], k[1], k[3]) for k in c if k[2] in ("exhaustive", "random")})
     for model, objective, budget in conditions:
         ex, rnd = c.get((model, objective, "exhaustive", budget)), c.get((model, objective, "random", budget))
-        sample = [loss for s, loss in (rnd or {}).get("trace", []) if len(s) == budget and math.isfinite(loss)]
+        trace = rnd.get("trace", []) if rnd is not None else []
+        sample = [loss for s, loss in trace if len(s) == budget and math.isfinite(loss)]
         chance = statistics.median(sample) if sample else None
         searchers = {k[2]: r for k, r in m.items() if (k[0], k[1], k[3]) == (model, objective, budget)}
         if not searchers:
@@ -113,7 +121,7 @@ def ground_truth(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list
             "", f"**Finding.** Median gap per searcher: {summary}."]
 
 
-def structural(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
+def structural(ctrl: list[Result], main: list[Result]) -> list[str]:
     """Block Influence (no loss search) against oneshot and the best searcher of the condition."""
     c, m = _index(ctrl), _index(main)
     rows, accs, worse, acc_deltas, beyond, judged = [], [], 0, [], 0, 0
@@ -135,7 +143,7 @@ def structural(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[s
             beyond += d.distinguishable
         rows.append([model, objective, budget, _layers(bi["removed"]), _layers(one["removed"]),
                      _f(A.jaccard(bi["removed"], one["removed"]), 2), _f(bi["calibration_loss"], 4),
-                     _f(one["calibration_loss"], 4), _f(best["calibration_loss"], 4), best["search"]])
+                     _f(one["calibration_loss"], 4), _f(best["calibration_loss"], 4), best.identity.search])
         accs.append([model, objective, budget, _acc_ci(bi), _acc_ci(one), _acc_ci(best),
                      "same set" if sorted(bi["removed"]) == sorted(one["removed"]) else _delta(d),
                      "–" if d is None else "yes" if d.distinguishable else "no"])
@@ -160,14 +168,14 @@ def structural(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[s
                 f"{noise}."]
 
 
-def prior_ablation(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
+def prior_ablation(ctrl: list[Result], main: list[Result]) -> list[str]:
     m = _index(main)
     rows, accs, worse, better, same = [], [], 0, 0, 0
     deltas = []
     for r in sorted(ctrl, key=lambda r: r["cell"]):
-        if r.get("variant") != "uniform":
+        if r.identity.variant != "uniform":
             continue
-        base = m.get((r["model"], r["objective"], r["search"], r["budget"]))
+        base = m.get(_key(r))
         if base is None:
             continue
         d = r["calibration_loss"] - base["calibration_loss"]
@@ -179,11 +187,13 @@ def prior_ablation(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> li
         elif d < -1e-6 * scale:
             better += 1
         deltas.append(d)
-        rows.append([r["model"], r["objective"], r["budget"], r["search"], _layers(base["removed"]),
+        rows.append([r.identity.model, r.identity.objective, r.identity.budget, r.identity.search,
+                     _layers(base["removed"]),
                      _layers(r["removed"]), _f(base["calibration_loss"], 4), _f(r["calibration_loss"], 4),
                      _f(d, 4), r["cost"]["evaluations"]])
         moved = sorted(r["removed"]) != sorted(base["removed"])
-        accs.append([r["model"], r["objective"], r["budget"], r["search"], _acc_ci(base), _acc_ci(r),
+        accs.append([r.identity.model, r.identity.objective, r.identity.budget, r.identity.search, _acc_ci(base),
+                     _acc_ci(r),
                      _delta(_paired(r, base)) if moved else "same set"])
     if not rows:
         return ["Not measured: needs the controls grid's uniform-prior cells and the main grid's ga/bo cells."]
@@ -201,23 +211,24 @@ def prior_ablation(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> li
                 "at these evaluation limits)."]
 
 
-def data_vs_loss(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
+def data_vs_loss(ctrl: list[Result], main: list[Result]) -> list[str]:
     """ppl@C4 (A), ppl@Commonsense (B, control), margin@Commonsense (C): which change moves the sets?"""
     m = _index(main)
     rows, accs, j_data, j_loss = [], [], [], []
     for r in sorted(ctrl, key=lambda r: r["cell"]):
-        if r.get("variant") != "csdata":
+        if r.identity.variant != "csdata":
             continue
-        a = m.get((r["model"], "ppl", r["search"], r["budget"]))
-        cm = m.get((r["model"], "margin", r["search"], r["budget"]))
+        a = m.get((r.identity.model, "ppl", r.identity.search, r.identity.budget))
+        cm = m.get((r.identity.model, "margin", r.identity.search, r.identity.budget))
         if a is None or cm is None:
             continue
         ja, jl = A.jaccard(a["removed"], r["removed"]), A.jaccard(r["removed"], cm["removed"])
         j_data.append(ja)
         j_loss.append(jl)
-        rows.append([r["model"], r["budget"], r["search"], _layers(a["removed"]), _layers(r["removed"]),
+        rows.append([r.identity.model, r.identity.budget, r.identity.search, _layers(a["removed"]),
+                     _layers(r["removed"]),
                      _layers(cm["removed"]), _f(ja, 2), _f(jl, 2)])
-        accs.append([r["model"], r["budget"], r["search"], _acc_ci(a), _acc_ci(r), _acc_ci(cm)])
+        accs.append([r.identity.model, r.identity.budget, r.identity.search, _acc_ci(a), _acc_ci(r), _acc_ci(cm)])
     if not rows:
         return ["Not measured: needs the controls grid's csdata cells and the main grid's ppl and margin cells."]
     ma, ml = statistics.mean(j_data), statistics.mean(j_loss)
@@ -235,22 +246,22 @@ def data_vs_loss(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list
                 f"{ml:.2f} ({len(rows)} searcher × model × budget cases): {verdict}."]
 
 
-def seeds(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
+def seeds(ctrl: list[Result], main: list[Result]) -> list[str]:
     """Removed-set stability and metric spread across calibration seeds (0 from the main grid)."""
     m = _index(main)
-    by: dict[Key, dict[int, dict[str, Any]]] = defaultdict(dict)
+    by: dict[Key, dict[int, Result]] = defaultdict(dict)
     for r in ctrl:
-        cseed = cast(int, r.get("calibration_seed"))  # a calibration-seed block's cells all carry theirs
-        if r.get("variant", "default") != "default" or not _extra_seed(r):
+        cseed = r.identity.calibration_seed  # a calibration-seed block's cells all carry theirs
+        if r.identity.variant != "default" or not _extra_seed(r):
             continue
-        by[(r["model"], r["objective"], r["search"], r["budget"])][cseed] = r
+        by[_key(r)][cseed] = r
     rows, acc_cells, per_searcher, spreads = [], [], defaultdict(list), []
     seed_ids: list[int] = []
     for key, runs in sorted(by.items()):
         base = m.get(key)
         if base is None:
             continue
-        runs = {base.get("calibration_seed", 0): base, **runs}
+        runs = {base.identity.calibration_seed: base, **runs}
         sets = [runs[s]["removed"] for s in sorted(runs)]
         accs = [a for s in sorted(runs) if (a := _acc(runs[s])) is not None]
         ppls = [runs[s]["metrics"].get("c4_ppl") for s in sorted(runs) if runs[s]["metrics"].get("c4_ppl")]
@@ -302,13 +313,13 @@ def _corr(c: A.Correlation | None) -> str:
     return f"{c.rho:+.2f} [{c.ci_low:+.2f}, {c.ci_high:+.2f}] ({c.distinct})"
 
 
-def alignment_panel(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
+def alignment_panel(ctrl: list[Result], main: list[Result]) -> list[str]:
     """Loss-vs-accuracy Spearman on the searchers' sets alone and with the rank panel beside them."""
     m = _index(main)
-    panels: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
+    panels: dict[tuple[str, str, int], list[Result]] = defaultdict(list)
     for r in ctrl:
-        if r["search"] == "rank" and not _extra_seed(r):
-            panels[(r["model"], r["objective"], r["budget"])].append(r)
+        if r.identity.search == "rank" and not _extra_seed(r):
+            panels[(r.identity.model, r.identity.objective, r.identity.budget)].append(r)
     rows, corr_rows = [], []
     rhos: defaultdict[str, defaultdict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     inside_total = panel_total = 0
@@ -377,31 +388,33 @@ def alignment_panel(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> l
                 f"{say(o, 'searchers + panel')}, in range {say(o, 'in range')}" for o in objectives) + "." + direction]
 
 
-def claim_seed_spread(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) -> list[str]:
+def claim_seed_spread(ctrl: list[Result], main: list[Result]) -> list[str]:
     """The main grid's claim verdicts with its seed-0 cells swapped for each extra calibration seed's."""
     from depthprune.report import claims as C
     from depthprune.report.claims import helpers as H
 
-    by_seed: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    by_seed: dict[int, list[Result]] = defaultdict(list)
     for r in ctrl:
-        if r.get("variant", "default") == "default" and _extra_seed(r):
-            by_seed[r["calibration_seed"]].append(r)
+        if r.identity.variant == "default" and _extra_seed(r):
+            by_seed[r.identity.calibration_seed].append(r)
     if not by_seed or not main:
         return ["Not measured: needs the controls grid's calibration-seed cells and the main grid's cells."]
-    grid = main[0]["grid"]
-    base = {(r["model"], r["objective"], r["search"], r["budget"]): r for r in H.select(main, C.load_thresholds()["general"])}
+    grid = main[0].identity.grid
+    base = {_key(r): r for r in H.select(main, C.load_thresholds()["general"])}
     versions = {0: list(base.values())}
     swapped = {}
     for cseed, rows in sorted(by_seed.items()):
         version = dict(base)
         for r in rows:
-            key = (r["model"], r["objective"], r["search"], r["budget"])
+            key = _key(r)
             if key in version:  # the seed cell stands in for the main cell (same identity otherwise)
                 b = version[key]
-                version[key] = {**r, "grid": grid, "grid_kind": b.get("grid_kind"),
-                                "calibration_seed": b["calibration_seed"], "search_seed": b["search_seed"]}
+                version[key] = r.replace(identity=dataclasses.replace(r.identity, grid=grid,
+                                                                      calibration_seed=b.identity.calibration_seed,
+                                                                      search_seed=b.identity.search_seed),
+                                         grid_kind=b.get("grid_kind"))
         versions[cseed] = list(version.values())
-        swapped[cseed] = sum(1 for r in rows if (r["model"], r["objective"], r["search"], r["budget"]) in base)
+        swapped[cseed] = sum(1 for r in rows if _key(r) in base)
     verdicts = {s: {v.claim.id: v for v in C.judge_all(rows) if v.grid == grid} for s, rows in versions.items()}
     seeds_ = sorted(versions)
     table, flips, changed, judged = [], 0, [], 0
@@ -425,8 +438,8 @@ def claim_seed_spread(ctrl: list[dict[str, Any]], main: list[dict[str, Any]]) ->
     why = [line for cid in changed for line in (
         f"- **{cid}**:", *(f"  - seed {s}, {verdicts[s][cid].outcome}: {verdicts[s][cid].reason}." for s in seeds_))]
     return [f"Each claim judged on the `{grid}` grid as it is (calibration seed 0) and with its cells of searchers "
-            f"{', '.join(sorted({r['search'] for rows in by_seed.values() for r in rows}))} at "
-            f"M = {', '.join(map(str, sorted({r['budget'] for rows in by_seed.values() for r in rows})))} "
+            f"{', '.join(sorted({r.identity.search for rows in by_seed.values() for r in rows}))} at "
+            f"M = {', '.join(map(str, sorted({r.identity.budget for rows in by_seed.values() for r in rows})))} "
             f"replaced by the same cells on calibration seed {' and '.join(map(str, seeds_[1:]))} "
             f"({', '.join(f'{swapped[s]} cells' for s in seeds_[1:])}); the other cells stay as they are. "
             "Same thresholds. Per claim its outcome, then each number its verdict states, with its 95% interval "
@@ -455,13 +468,13 @@ SECTIONS = (("Ground truth and chance", ground_truth), ("A structural baseline: 
             ("Alignment panel", alignment_panel))
 
 
-def render_controls(results: list[dict[str, Any]]) -> list[str]:
+def render_controls(results: list[Result]) -> list[str]:
     """Every control grid's sections against its main grid; [] if there is no control grid."""
     lines: list[str] = []
-    for grid in sorted({r["grid"] for r in results if is_control(r)}):
-        ctrl = [r for r in results if r["grid"] == grid]
+    for grid in A.grids_of(r for r in results if is_control(r)):
+        ctrl = [r for r in results if r.identity.grid == grid]
         main_name = ctrl[0].get("compare_with")
-        main = [r for r in results if r["grid"] == main_name and not is_control(r)]
+        main = [r for r in results if r.identity.grid == main_name and not is_control(r)]
         lines += [f"Controls grid `{grid}` ({len(ctrl)} cells) against the `{main_name}` grid ({len(main)} cells). "
                   "What the paper's text says it could not control (its last section), run here on the tiny "
                   "family.", ""]

@@ -18,6 +18,7 @@ import numpy as np  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
 from depthprune.report.analysis import Condition, searcher_rank  # noqa: E402
+from depthprune.result import Result
 
 _PNG_META = {"Software": None}  # keep files byte-stable across matplotlib versions' stamps
 
@@ -31,9 +32,9 @@ def _save(fig, title: str, path: Path) -> Path:
     return path
 
 
-def removal_heatmaps(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path) -> list[Path]:
+def removal_heatmaps(conds: dict[Condition, list[Result]], out_dir: Path) -> list[Path]:
     """One PNG per (grid, model, objective): layers × searchers, one panel per budget."""
-    groups: dict[tuple[str, str, str], dict[int, list[dict[str, Any]]]] = defaultdict(dict)
+    groups: dict[tuple[str | None, str, str], dict[int, list[Result]]] = defaultdict(dict)
     for (grid, model, objective, budget), rows in conds.items():
         groups[(grid, model, objective)][budget] = rows
     written = []
@@ -41,13 +42,13 @@ def removal_heatmaps(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path
         keys = sorted(budgets)
         fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.2), squeeze=False)
         for ax, budget in zip(axes[0], keys):
-            rows = sorted(budgets[budget], key=lambda r: searcher_rank(r["search"]))
+            rows = sorted(budgets[budget], key=lambda r: searcher_rank(r.identity.search))
             n_layers = rows[0]["n_layers"]
             grid_map = np.zeros((len(rows), n_layers))
             for i, r in enumerate(rows):
                 grid_map[i, r["removed"]] = 1
             ax.imshow(grid_map, cmap="Greys", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
-            ax.set_yticks(range(len(rows)), [r["search"] for r in rows], fontsize=8)
+            ax.set_yticks(range(len(rows)), [r.identity.search for r in rows], fontsize=8)
             ax.set_xticks(range(0, n_layers, max(1, n_layers // 16)))
             ax.tick_params(axis="x", labelsize=8)
             # a thin line between cells, so that adjacent removed layers still count one by one
@@ -61,7 +62,7 @@ def removal_heatmaps(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path
     return written
 
 
-def avg_acc_interval(r: dict[str, Any], seed: int = 0) -> tuple[float, float] | None:
+def avg_acc_interval(r: Result, seed: int = 0) -> tuple[float, float] | None:
     """avg_acc's 95% interval as a share (the report's cluster bootstrap of its items), or None without outcomes."""
     from depthprune.report.intervals import accuracy
 
@@ -70,7 +71,7 @@ def avg_acc_interval(r: dict[str, Any], seed: int = 0) -> tuple[float, float] | 
     return None if iv is None else (iv.low, iv.high)
 
 
-def cost_quality(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path, grid: str, seed: int = 0) -> Path | None:
+def cost_quality(conds: dict[Condition, list[Result]], out_dir: Path, grid: str, seed: int = 0) -> Path | None:
     """Accuracy vs cost as if alone (layer-forwards and seconds, each relative to oneshot's in the
     same condition): one column per budget, rows = the two cost measures; colour = searcher,
     marker = model, filled = ppl objective, hollow = others — never one mixed cloud. Each accuracy
@@ -80,7 +81,7 @@ def cost_quality(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path, gr
     for (g, model, objective, budget), rows in conds.items():
         if g != grid:
             continue
-        base = next((r for r in rows if r["search"] == "oneshot"), None)
+        base = next((r for r in rows if r.identity.search == "oneshot"), None)
         if base is None:
             continue
         for r in rows:
@@ -90,7 +91,7 @@ def cost_quality(conds: dict[Condition, list[dict[str, Any]]], out_dir: Path, gr
             lf = r["cost"]["layer_forwards"] / max(base["cost"]["layer_forwards"], 1)
             sec = r["cost"]["seconds"] / max(base["cost"]["seconds"], 1e-9)
             ci = avg_acc_interval(r, seed)
-            points.append((model, objective, budget, r["search"], lf, sec, 100 * acc,
+            points.append((model, objective, budget, r.identity.search, lf, sec, 100 * acc,
                            None if ci is None else (100 * ci[0], 100 * ci[1])))
     if not points:
         return None

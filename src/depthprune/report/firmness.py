@@ -17,9 +17,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from depthprune.report import analysis as A
 from depthprune.report import claims
 from depthprune.report.cells import table
 from depthprune.report.verdicts import FLIP_MARK
+from depthprune.result import Result, to_json
 from depthprune.verify.firmness import (
     BANDS,
     FIRM,
@@ -65,13 +67,13 @@ METHOD = [
 
 
 
-def _condition_key(r: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (r["grid"], r["model"], r["objective"], r.get("calibration_seed"), r.get("profile"))
+def _condition_key(r: Result) -> tuple[Any, ...]:
+    return (r.identity.grid, r.identity.model, r.identity.objective, r.identity.calibration_seed, r.identity.profile)
 
 
-def substitute(results: Sequence[dict[str, Any]], cells: Sequence[CellFirmness], evaluation: bool = True,
+def substitute(results: Sequence[Result], cells: Sequence[CellFirmness], evaluation: bool = True,
                rivals: Mapping[tuple[str, str], Mapping[str, Any]] | None = None
-               ) -> tuple[list[dict[str, Any]], Counter[str]]:
+               ) -> tuple[list[Result], Counter[str]]:
     """``results`` with each cell inside the band whose rival answer is known taking it. The rival is the
     cell's own (:attr:`depthprune.verify.firmness.CellFirmness.rival`) or, for a turned step, the one
     ``rivals`` (:func:`depthprune.verify.firmness.read_rivals`) followed to. Its evaluation comes from another
@@ -79,14 +81,14 @@ def substitute(results: Sequence[dict[str, Any]], cells: Sequence[CellFirmness],
     where ``evaluation`` is asked, and takes the set alone where not (claims that read no evaluation).
     Counts: substituted, evaluated here (of those substituted, from ``rivals``), same set (a followed path
     that came back), rival unknown, rival not evaluated."""
-    evaluated: dict[tuple[Any, ...], dict[str, Any]] = {}
+    evaluated: dict[tuple[Any, ...], Result] = {}
     for r in results:
         key = (*_condition_key(r), tuple(sorted(r["removed"])), repr(r.get("evaluation_protocol")))
         evaluated.setdefault(key, r)
     by_cell = {(c.grid, c.cell): c for c in cells}
     out, counts = [], Counter[str]()
     for r in results:
-        c = by_cell.get((r["grid"], r["cell"]))
+        c = by_cell.get((str(r.identity.grid), r["cell"]))
         d = turned(c) if c is not None and c.status == INSIDE else None
         if c is None or d is None:
             out.append(r)
@@ -106,13 +108,13 @@ def substitute(results: Sequence[dict[str, Any]], cells: Sequence[CellFirmness],
         if source is not None:
             counts["substituted"] += 1
             counts["evaluated here"] += source is record
-            swapped = {**r, "removed": list(rival), "calibration_loss": source["calibration_loss"]}
+            swapped = {**to_json(r), "removed": list(rival), "calibration_loss": source["calibration_loss"]}
             for k in EVALUATION_FIELDS:  # the rival's own, or none: never the cell's own set's
                 if k in source:
                     swapped[k] = source[k]
                 else:
                     swapped.pop(k, None)
-            out.append(swapped)
+            out.append(Result(swapped))
         elif evaluation:
             counts["rival not evaluated"] += 1
             out.append(r)
@@ -120,7 +122,8 @@ def substitute(results: Sequence[dict[str, Any]], cells: Sequence[CellFirmness],
             counts["substituted"] += 1
             loss = record["calibration_loss"] if record is not None else next(
                 (x.rival_loss for x in c.inside if x.kind == "final"), math.nan)
-            out.append({**{k: v for k, v in r.items() if k != "speed"}, "removed": list(rival), "calibration_loss": loss})
+            out.append(Result({**{k: v for k, v in r.items() if k != "speed"}, "removed": list(rival),
+                               "calibration_loss": loss}))
     return out, counts
 
 
@@ -133,7 +136,7 @@ class Rejudged:
     changed: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (claim, grid) -> (was, now)
 
 
-def rejudge(results: Sequence[dict[str, Any]], verdicts: Sequence[claims.Verdict],
+def rejudge(results: Sequence[Result], verdicts: Sequence[claims.Verdict],
             assessed: Mapping[str, Sequence[CellFirmness]], thresholds: Mapping[str, Any],
             rivals: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> list[Rejudged]:
     """Per band: every claim judged again with the substitutions it allows (a claim that reads the
@@ -145,8 +148,8 @@ def rejudge(results: Sequence[dict[str, Any]], verdicts: Sequence[claims.Verdict
         rj = Rejudged(band)
         for evaluation, kind in ((True, "evaluation"), (False, "sets")):
             swapped, _ = substitute(results, cells, evaluation, rivals)
-            for g in sorted({r["grid"] for r in results}):
-                rj.counts.setdefault(g, {})[kind] = substitute([r for r in results if r["grid"] == g], cells,
+            for g in A.grids_of(results):
+                rj.counts.setdefault(g, {})[kind] = substitute([r for r in results if r.identity.grid == g], cells,
                                                                evaluation, rivals)[1]
             for v in claims.judge_all(swapped, thresholds):
                 if v.claim.reads_evaluation != evaluation:

@@ -14,7 +14,8 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from depthprune.result import Result
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -47,7 +48,7 @@ def declared_grids(cases_dir: str | Path | None) -> list[DeclaredGrid]:
     return sorted(out, key=lambda d: d.name)
 
 
-def missing_cells(grid: DeclaredGrid, results: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int]] | None:
+def missing_cells(grid: DeclaredGrid, results: Iterable[Result]) -> dict[str, tuple[int, int]] | None:
     """model -> (cells with results, cells declared) for each model of ``grid`` that lacks some; None where
     the case file does not load (then the report says nothing it cannot check)."""
     from depthprune.grid.cases import load_grid
@@ -56,7 +57,7 @@ def missing_cells(grid: DeclaredGrid, results: Iterable[Mapping[str, Any]]) -> d
         cells = load_grid(grid.path).cells()
     except (OSError, ValueError):
         return None
-    have = {r.get("cell") for r in results if r.get("grid") == grid.name}
+    have = {r.get("cell") for r in results if r.identity.grid == grid.name}
     out: dict[str, tuple[int, int]] = {}
     for model in sorted({c.model for c in cells}):
         ids = [c.id for c in cells if c.model == model]
@@ -66,7 +67,7 @@ def missing_cells(grid: DeclaredGrid, results: Iterable[Mapping[str, Any]]) -> d
     return out
 
 
-def partial_grids(grids: Iterable[DeclaredGrid], results: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, tuple[int, int]]]:
+def partial_grids(grids: Iterable[DeclaredGrid], results: Sequence[Result]) -> dict[str, dict[str, tuple[int, int]]]:
     """grid -> :func:`depthprune.report.grids.missing_cells`, for each of ``grids`` that misses some of its declared cells."""
     return {d.name: m for d in grids if (m := missing_cells(d, results))}
 

@@ -12,7 +12,7 @@ stands in.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +39,7 @@ class Interval:
         return f"{100 * self.value:.{digits}f} [{100 * self.low:.{digits}f}, {100 * self.high:.{digits}f}]"
 
 
-def accuracy(result: dict[str, Any], tasks: Sequence[str], headline: Callable[[str], str],
+def accuracy(result: Mapping[str, Any], tasks: Sequence[str], headline: Callable[[str], str],
              value: float | None = None, n_resamples: int = N_RESAMPLES, seed: int = SEED,
              confidence: float = CONFIDENCE) -> Interval | None:
     """The mean over ``tasks`` of the headline accuracy (tasks weigh equally, as ``avg_acc``), with

@@ -25,7 +25,7 @@ blurs one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,7 +182,7 @@ def outcome_bits(s: str) -> np.ndarray:
     return np.frombuffer(s.encode(), dtype=np.uint8).astype(float) - 48
 
 
-def accuracy_blocks(results: Sequence[dict[str, Any]], tasks: Sequence[str],
+def accuracy_blocks(results: Sequence[Mapping[str, Any]], tasks: Sequence[str],
                     headline: Callable[[str], str]) -> list[Outcomes] | None:
     """One block per task of the solutions' headline-metric outcomes, clustered by the result's
     ``item_clusters`` where it has them. None when any result lacks a task's outcomes, the item
@@ -202,7 +202,7 @@ def accuracy_blocks(results: Sequence[dict[str, Any]], tasks: Sequence[str],
     return blocks or None
 
 
-def window_blocks(results: Sequence[dict[str, Any]], dataset: str = "c4") -> list[Outcomes] | None:
+def window_blocks(results: Sequence[Mapping[str, Any]], dataset: str = "c4") -> list[Outcomes] | None:
     """The solutions' per-window mean NLLs on ``dataset`` as one block (each window its own unit:
     windows are consecutive stretches of the concatenated split). None when any result lacks them
     or their windows differ in number."""

@@ -23,29 +23,30 @@ import numpy as np
 from depthprune.grid.reference import dtype_name, read_reference
 from depthprune.report.cells import fmt, layers
 from depthprune.report.controls import is_control
+from depthprune.result import Result
 from depthprune.text_tables import markdown_table
 
 #: claims whose statistics read only what a reference keeps: removed sets, calibration losses, metrics
 FROM_REFERENCES = ("5.1a", "5.1b-contiguity", "5.1b-depth", "5.2", "5.3", "search-gain")
 
 
-def _dtype(r: dict[str, Any]) -> str:
+def _dtype(r: Result) -> str:
     return dtype_name((r.get("environment") or {}).get("dtype", ""))
 
 
-def pairs(results: Sequence[dict[str, Any]], ref_dir: str | Path) -> dict[str, list[tuple[dict, dict]]]:
+def pairs(results: Sequence[Result], ref_dir: str | Path) -> dict[str | None, list[tuple[Result, dict]]]:
     """grid -> [(bf16 result, its float32 reference)] for every bf16 cell that has one."""
-    out: dict[str, list[tuple[dict, dict]]] = defaultdict(list)
+    out: dict[str | None, list[tuple[Result, dict]]] = defaultdict(list)
     for r in results:
         if _dtype(r) != "bfloat16":
             continue
         ref = read_reference(ref_dir, r["cell"], "float32")
         if ref is not None and ref.get("kind") == "measured":
-            out[r["grid"]].append((r, ref))
+            out[r.identity.grid].append((r, ref))
     return dict(out)
 
 
-def float32_view(rows: Sequence[dict[str, Any]], refs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def float32_view(rows: Sequence[Result], refs: dict[str, dict[str, Any]]) -> list[Result]:
     """The rows as the float32 run had them: removed set, calibration loss and metrics from the
     references; per-item outcomes dropped (references keep none)."""
     view = []
@@ -53,8 +54,8 @@ def float32_view(rows: Sequence[dict[str, Any]], refs: dict[str, dict[str, Any]]
         ref = refs.get(r["cell"])
         if ref is None:
             continue
-        view.append({**{k: v for k, v in r.items() if k != "item_outcomes"}, "removed": ref["removed"],
-                     "calibration_loss": ref["calibration_loss"], "metrics": ref["metrics"]})
+        view.append(Result({**{k: v for k, v in r.items() if k != "item_outcomes"}, "removed": ref["removed"],
+                            "calibration_loss": ref["calibration_loss"], "metrics": ref["metrics"]}))
     return view
 
 
@@ -69,7 +70,7 @@ def _spread(values: list[float], digits: int = 2, scale: float = 1.0, unit: str 
     return f"{np.median(v):.{digits}g}{unit} / {v.max():.{digits}g}{unit}"
 
 
-def grid_rows(grid_pairs: list[tuple[dict, dict]]) -> list[Any]:
+def grid_rows(grid_pairs: list[tuple[Result, dict]]) -> list[Any]:
     same = [(r, f) for r, f in grid_pairs if sorted(r["removed"]) == sorted(f["removed"])]
     moved = [(r, f) for r, f in grid_pairs if sorted(r["removed"]) != sorted(f["removed"])]
     near = [(r, f) for r, f in moved
@@ -85,7 +86,7 @@ def grid_rows(grid_pairs: list[tuple[dict, dict]]) -> list[Any]:
             _spread(acc, scale=100, unit=" pt"), _spread(ppl, scale=100, unit="%")]
 
 
-def verdict_changes(grid_pairs: list[tuple[dict, dict]], all_rows: Sequence[dict[str, Any]]) -> list[list[str]]:
+def verdict_changes(grid_pairs: list[tuple[Result, dict]], all_rows: Sequence[Result]) -> list[list[str]]:
     """[claim, bf16 outcome, float32 outcome, flipped?] for the claims judged from references."""
     from depthprune.report.claims import judge_all
 
@@ -103,7 +104,7 @@ def verdict_changes(grid_pairs: list[tuple[dict, dict]], all_rows: Sequence[dict
     return out
 
 
-def render_precision(results: Sequence[dict[str, Any]], ref_dir: str | Path) -> list[str]:
+def render_precision(results: Sequence[Result], ref_dir: str | Path) -> list[str]:
     found = pairs(results, ref_dir)
     if not found:
         return []
@@ -117,7 +118,7 @@ def render_precision(results: Sequence[dict[str, Any]], ref_dir: str | Path) -> 
                                        "Δ avg acc (same set)", "Δ c4 ppl (same set)"], numparse=True), ""]
     flips, judged = [], []
     for grid, p in sorted(found.items()):
-        grid_rows_ = [r for r in results if r["grid"] == grid]
+        grid_rows_ = [r for r in results if r.identity.grid == grid]
         if any(is_control(r) for r in grid_rows_):
             continue  # a controls grid's verdicts are the main grid's, re-judged in its own section
         for claim, a, b, flipped in verdict_changes(p, grid_rows_):

@@ -28,6 +28,7 @@ from depthprune.report.cells import table as _fit_table
 from depthprune.report.claims import Verdict
 from depthprune.report.grids import DeclaredGrid
 from depthprune.report.variance import share_rows
+from depthprune.result import Result
 from depthprune.task_baselines import FROZEN as TASK_BASELINES
 from depthprune.task_baselines import chance as task_chance
 from depthprune.text_tables import markdown_table
@@ -38,7 +39,7 @@ def link(target: Path, base: Path) -> str:
     return Path(os.path.relpath(target.resolve(), base.resolve())).as_posix()
 
 
-def env_summary(results: list[dict[str, Any]]) -> list[str]:
+def env_summary(results: list[Result]) -> list[str]:
     envs: Counter[tuple[str, ...]] = Counter()
     for r in results:
         e = r.get("environment", {})
@@ -70,28 +71,28 @@ def _model_card(model: str) -> dict[str, Any]:
     return {}
 
 
-def real_section(results: list[dict[str, Any]], dense: dict[tuple[str, str], dict[str, Any]],
+def real_section(results: list[Result], dense: dict[tuple[str, str], dict[str, Any]],
                   figures: list[Path], out: Path) -> list[str]:
     """Grids on a real pretrained model (profile ``real``): what the model is, how the dense model
     does against chance, its single-layer removal profile — one small real model, not the paper's."""
     lines: list[str] = []
     chances = _frozen_chances()
-    for grid, model in sorted({(r["grid"], r["model"]) for r in results if r.get("profile") == "real"}):
+    for grid, model in sorted({(r.identity.grid, r.identity.model) for r in results if r.identity.profile == "real"}):
         card = _model_card(model)
-        rows = [r for r in results if r["grid"] == grid and r["model"] == model]
+        rows = [r for r in results if r.identity.grid == grid and r.identity.model == model]
         lines += [f"### {model} ({grid} grid)", "",
                   f"**One small real model, not the paper's.** {card.get('what', model)}; "
                   f"{card.get('parameters', '?'):,} parameters, {card.get('layers', rows[0]['n_layers'])} blocks "
                   f"(the paper's models: 8B, 32–36 blocks). Its phenomena are this model's; they neither confirm "
                   "nor refute the paper's numbers, only whether its claims can be seen in a real pretrained "
                   f"network at this grid's calibration and evaluation sizes. {len(rows)} cells here — searchers "
-                  f"{', '.join(sorted({r['search'] for r in rows}, key=A.searcher_rank))}, objectives "
-                  f"{', '.join(sorted({r['objective'] for r in rows}))}, M = "
-                  f"{', '.join(str(b) for b in sorted({r['budget'] for r in rows}))}; its verdicts above rest on "
+                  f"{', '.join(sorted({r.identity.search for r in rows}, key=A.searcher_rank))}, objectives "
+                  f"{', '.join(sorted({r.identity.objective for r in rows}))}, M = "
+                  f"{', '.join(str(b) for b in sorted({r.identity.budget for r in rows}))}; its verdicts above rest on "
                   "these cells only.", ""]
         lines += [f"- {text}" for text in card.get("implications", [])]
         measured = card.get("measured", {}).get("tasks", {}).get("tasks", {})
-        record = dense.get((grid, model), {})
+        record = dense.get((str(grid), model), {})
         d = record.get("metrics", {})
         table = []
         card_tasks = {lm_name.removeprefix("real_"): m for lm_name, m in measured.items()}
@@ -137,29 +138,29 @@ def _frozen_chances() -> dict[str, float]:
     return out
 
 
-def protocol_section(results: list[dict[str, Any]]) -> list[str]:
+def protocol_section(results: list[Result]) -> list[str]:
     """Where a grid departs from the paper's protocol, with the measured figures it affects."""
     from depthprune.objectives import make_objective
 
     lines: list[str] = []
-    for grid in sorted({r["grid"] for r in results}):
-        rows = [r for r in results if r["grid"] == grid]
+    for grid in A.grids_of(results):
+        rows = [r for r in results if r.identity.grid == grid]
         diffs = set()
         for r in rows:
-            paper = make_objective(r["objective"], "paper").params()
+            paper = make_objective(r.identity.objective, "paper").params()
             for key, value in sorted(r["objective_params"].items()):
                 if paper.get(key) != value:
-                    diffs.add((r["objective"], key, repr(value), repr(paper.get(key))))
-        profiles = sorted({r["profile"] for r in rows})
+                    diffs.add((r.identity.objective, key, repr(value), repr(paper.get(key))))
+        profiles = sorted({r.identity.profile for r in rows})
         if not diffs and profiles == ["paper"]:
             continue
         lines += [f"**{grid} grid** (profile {', '.join(profiles)}): calibration settings that differ from the "
                   "paper's —", ""]
         lines += [f"- `{o}.{k}` = {v} (paper: {pv})" for o, k, v, pv in sorted(diffs)]
-        margin = [r for r in rows if r["objective"] == "margin"]
+        margin = [r for r in rows if r.identity.objective == "margin"]
         if any(r["objective_params"].get("answer") == "cloze" for r in margin):
             figures = []
-            for model in sorted({r["model"] for r in margin}):
+            for model in sorted({r.identity.model for r in margin}):
                 card = _model_card(model)
                 dense = card.get("evaluation", {}).get("dense", {})
                 real = card.get("measured", {}).get("margin", {})
@@ -191,7 +192,7 @@ def _card_accuracy(entry: dict[str, Any]) -> str:
     return I.wilson(entry["accuracy"], n).points() if n else f"{100 * entry['accuracy']:.1f} [–]"
 
 
-def variance_section(results: list[dict[str, Any]]) -> list[str]:
+def variance_section(results: list[Result]) -> list[str]:
     rows = share_rows(results)
     if not rows:
         return ["Needs both objectives and at least three common searchers in a condition."]
@@ -285,8 +286,8 @@ class Inputs:
     command: str
     dirs: list[Path]
     out: Path
-    every: list[dict[str, Any]]  # every result reported (controls included)
-    results: list[dict[str, Any]]  # the main grids' results, which the verdicts judge
+    every: list[Result]  # every result reported (controls included)
+    results: list[Result]  # the main grids' results, which the verdicts judge
     dense: dict[tuple[str, str], dict[str, Any]]
     grids: list[str]
     controls_grids: list[str]
@@ -325,8 +326,8 @@ def head(x: Inputs) -> list[str]:
         "The evidence, grid by grid (the long per-condition tables):", "",
     ]
     for g in x.grids:
-        rows = [r for r in x.results if r["grid"] == g]
-        models = ", ".join(sorted({r["model"] for r in rows}))
+        rows = [r for r in x.results if r.identity.grid == g]
+        models = ", ".join(sorted({r.identity.model for r in rows}))
         target = x.page_link[f"{g}.md"]
         lines.append(f"- [{target}]({target}): grid `{g}`, {len(rows)} cells ({models}): "
                      "each condition's sets, losses, perplexities, costs and accuracies with 95% intervals; Spearman "
@@ -354,7 +355,7 @@ def variance(x: Inputs) -> list[str]:
 
 
 def noise(x: Inputs) -> list[str]:
-    tally = {g: T.noise_tally(A.by_condition([r for r in x.results if r["grid"] == g])) for g in x.grids}
+    tally = {g: T.noise_tally(A.by_condition([r for r in x.results if r.identity.grid == g])) for g in x.grids}
     return ["## Accuracy differences against evaluation noise", "",
             *(f"- `{g}`: {T.noise_summary(t)}; every pair in [{x.page_link[f'{g}.md']}]({x.page_link[f'{g}.md']})."
               if t.rows else f"- `{g}`: {T.NOT_MEASURED_NOISE}" for g, t in tally.items()), ""]

@@ -20,6 +20,7 @@ from depthprune.report.cells import table
 from depthprune.report.claims.cost import WORKLOADS
 from depthprune.report.claims.helpers import median
 from depthprune.report.figures import avg_acc_interval
+from depthprune.result import Result
 
 #: the speed archive's format (depthprune.speed.cells)
 SPEED_SCHEMA = "depthprune-speed-grid/1"
@@ -39,15 +40,15 @@ def read_speed(dirs: Iterable[str | Path]) -> dict[tuple[str, str, tuple[int, ..
     return out
 
 
-def attach(results: Sequence[dict[str, Any]], speed: Mapping[tuple[str, str, tuple[int, ...]], dict[str, Any]]
-           ) -> list[dict[str, Any]]:
+def attach(results: Sequence[Result], speed: Mapping[tuple[str, str, tuple[int, ...]], dict[str, Any]]
+           ) -> list[Result]:
     """``results`` with each measured cell's ``speed`` (a copy; the others as they are)."""
     if not speed:
         return list(results)
     out = []
     for r in results:
-        row = speed.get((r["grid"], r["model"], tuple(sorted(r["removed"]))))
-        out.append({**r, "speed": row} if row is not None else r)
+        row = speed.get((str(r.identity.grid), r.identity.model, tuple(sorted(r["removed"]))))
+        out.append(r.replace(speed=row) if row is not None else r)
     return out
 
 
@@ -57,7 +58,7 @@ def _prefill(r: Mapping[str, Any]) -> dict[str, Any] | None:
                  if k.startswith(prefix)), None)
 
 
-def points(results: Sequence[dict[str, Any]], dense: Mapping[tuple[str, str], Mapping[str, Any]],
+def points(results: Sequence[Result], dense: Mapping[tuple[str, str], Mapping[str, Any]],
            grid: str) -> list[dict[str, Any]]:
     """One point per measured, evaluated cell of ``grid``: speedup (median, q1, q3) and accuracy retained
     (%, its 95% bounds those of its accuracy scaled by the dense model's)."""
@@ -65,12 +66,13 @@ def points(results: Sequence[dict[str, Any]], dense: Mapping[tuple[str, str], Ma
     for r in results:
         s = _prefill(r)
         acc = (r.get("metrics") or {}).get("avg_acc")
-        base = ((dense.get((grid, r["model"])) or {}).get("metrics") or {}).get("avg_acc")
-        if r["grid"] != grid or s is None or acc is None or not base:
+        base = ((dense.get((grid, r.identity.model)) or {}).get("metrics") or {}).get("avg_acc")
+        if r.identity.grid != grid or s is None or acc is None or not base:
             continue
         ci = avg_acc_interval(r)
-        out.append({"cell": r["cell"], "model": r["model"], "objective": r["objective"], "search": r["search"],
-                    "budget": r["budget"], "speedup": s["median"], "q1": s["q1"], "q3": s["q3"],
+        out.append({"cell": r["cell"], "model": r.identity.model, "objective": r.identity.objective,
+                    "search": r.identity.search,
+                    "budget": r.identity.budget, "speedup": s["median"], "q1": s["q1"], "q3": s["q3"],
                     "retained": 100 * acc / base,
                     "low": None if ci is None else 100 * ci[0] / base, "high": None if ci is None else 100 * ci[1] / base,
                     "blocks_only": r["speed"]["predicted"]["blocks_only"]})

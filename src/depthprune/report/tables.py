@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from depthprune.report import intervals as I
 from depthprune.report.cells import fmt as _f
 from depthprune.report.cells import layers as _layers
 from depthprune.report.cells import table as _fit
+from depthprune.result import Result
 
 PPL_SHORT = {"wikitext2": "wiki2"}
 TASK_SHORT = {"hellaswag": "HS", "winogrande": "WG", "arc_easy": "ARC-e", "arc_challenge": "ARC-c",
@@ -31,17 +32,17 @@ def _table(rows: list[list[Any]], headers: list[str], keys: int = 1) -> str:
     return _fit(rows, headers, keys)
 
 
-def profile_of(rows: Sequence[dict[str, Any]]):
+def profile_of(rows: Sequence[Result]):
     from depthprune.profiles import get_profile
 
-    return get_profile(rows[0].get("profile") or "paper")
+    return get_profile(rows[0].identity.profile or "paper")
 
 
 def task_label(task: str, metric: str) -> str:
     return f"{TASK_SHORT.get(task, task)} ({'n' if metric == 'acc_norm' else 'a'})"
 
 
-def evaluated_tasks(rows: list[dict[str, Any]], prof) -> list[str]:
+def evaluated_tasks(rows: list[Result], prof) -> list[str]:
     """The tasks these results' avg_acc averaged (in the profile's order); the profile's default ones
     where the results do not say."""
     named = {t for r in rows for t in ((r.get("evaluation_protocol") or {}).get("zero_shot") or {})
@@ -50,7 +51,7 @@ def evaluated_tasks(rows: list[dict[str, Any]], prof) -> list[str]:
     return [t for t in prof.tasks if t in named] or list(prof.default_tasks or prof.tasks)
 
 
-def accuracy_cell(result: dict[str, Any], tasks: Sequence[str], headline, value: float | None) -> str:
+def accuracy_cell(result: Mapping[str, Any], tasks: Sequence[str], headline, value: float | None) -> str:
     """An accuracy in points with its 95% interval; the bare value where no per-item outcomes exist."""
     if value is None:
         return "–"
@@ -58,7 +59,7 @@ def accuracy_cell(result: dict[str, Any], tasks: Sequence[str], headline, value:
     return iv.points() if iv is not None else f"{100 * value:.1f} [–]"
 
 
-def condition_tables(rows: list[dict[str, Any]], dense: dict[str, Any] | None) -> list[str]:
+def condition_tables(rows: list[Result], dense: dict[str, Any] | None) -> list[str]:
     """One condition's solutions (and the dense model) in two tables: the set, its losses, perplexities
     and cost; then its accuracies with their 95% intervals, the average first, then one column per
     evaluated task (split by columns where it would be wider than 160)."""
@@ -66,21 +67,21 @@ def condition_tables(rows: list[dict[str, Any]], dense: dict[str, Any] | None) -
     tasks = [(t, prof.headline_metric(t)) for t in evaluated_tasks(rows, prof)]
     heads = dict(tasks)
     ppl = [n for n in ("wikitext2", "c4") if any(f"{n}_ppl" in r["metrics"] for r in rows)] or ["wikitext2", "c4"]
-    models: list[tuple[str, dict[str, Any], dict[str, Any]]] = []  # (label, metrics, result with outcomes)
+    models: list[tuple[str, dict[str, Any], Mapping[str, Any]]] = []  # (label, metrics, result with outcomes)
     first, second = [], []
     if dense is not None and dense.get("metrics"):
         m = dense["metrics"]
-        obj = dense.get("objectives", {}).get(rows[0]["objective"], {})
+        obj = dense.get("objectives", {}).get(rows[0].identity.objective, {})
         first.append(["dense", "–", _f(obj.get("dense_calibration_loss"), 4), "–",
                       *[_f(m.get(f"{n}_ppl"), 2) for n in ppl], _f(m.get("lambada_ppl"), 2), "–", "–", "–"])
         models.append(("dense", m, dense))
     for r in rows:
         m = r["metrics"]
-        first.append([r["search"], _layers(r["removed"]), _f(r["calibration_loss"], 4),
+        first.append([r.identity.search, _layers(r["removed"]), _f(r["calibration_loss"], 4),
                       _f(r["calibration_loss"] - r["dense_calibration_loss"], 4),
                       *[_f(m.get(f"{n}_ppl"), 2) for n in ppl], _f(m.get("lambada_ppl"), 2),
                       r["cost"]["evaluations"], r["cost"]["layer_forwards"], _f(r["cost"]["search_seconds"], 1)])
-        models.append((r["search"], m, r))
+        models.append((r.identity.search, m, r))
     for label, m, source in models:
         second.append([label, accuracy_cell(source, list(heads), heads.get, m.get("avg_acc")),
                        accuracy_cell(source, ["lambada"], lambda _t: "acc", m.get("lambada_acc")),
@@ -93,15 +94,15 @@ def condition_tables(rows: list[dict[str, Any]], dense: dict[str, Any] | None) -
             _table(second, ["searcher", "avg acc", "lambada acc", *[task_label(t, h) for t, h in tasks]])]
 
 
-def metrics_note(results: list[dict[str, Any]]) -> list[str]:
+def metrics_note(results: list[Result]) -> list[str]:
     """What each profile's columns mean (the real profile's "c4" is its own held-out text)."""
     from depthprune.profiles import get_profile
 
     lines = []
-    for name in sorted({r.get("profile") or "paper" for r in results}):
+    for name in sorted({r.identity.profile or "paper" for r in results}):
         prof = get_profile(name)
-        heads = ", ".join(f"{t} {prof.headline_metric(t)}"
-                          for t in evaluated_tasks([r for r in results if (r.get("profile") or "paper") == name], prof))
+        mine = [r for r in results if (r.identity.profile or "paper") == name]
+        heads = ", ".join(f"{t} {prof.headline_metric(t)}" for t in evaluated_tasks(mine, prof))
         lines.append(f"- profile `{name}` ({prof.description}): avg acc = mean of {heads}; c4 ppl on "
                      f"{_source(prof.source('c4_validation').describe())}; wiki2 ppl on "
                      f"{_source(prof.source('wikitext2').describe())}")
@@ -120,7 +121,7 @@ def _source(d: dict[str, Any]) -> str:
     return f"{name}, split {d.get('split')}"
 
 
-def results_section(results: list[dict[str, Any]], conds, dense: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
+def results_section(results: list[Result], conds, dense: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
     """Every condition's tables, with what the columns mean."""
     lines = ["Accuracies in %, headline metric per task (n = acc_norm, a = acc), each with its 95% interval "
              f"(cluster bootstrap over the result's own items, {I.N_RESAMPLES} resamples, seed {I.SEED}; [–]: no per-item "
@@ -183,7 +184,7 @@ def overlap_section(conds) -> list[str]:
     pairs: dict[tuple[str, str, int], dict[str, dict[str, list[int]]]] = defaultdict(lambda: defaultdict(dict))
     for (grid, model, objective, budget), rs in conds.items():
         for r in rs:
-            pairs[(grid, model, budget)][r["search"]][objective] = r["removed"]
+            pairs[(grid, model, budget)][r.identity.search][objective] = r["removed"]
     across = []
     for (grid, model, budget), by_search in sorted(pairs.items()):
         for search, objs in sorted(by_search.items(), key=lambda kv: A.searcher_rank(kv[0])):
@@ -211,14 +212,14 @@ def noise_tally(conds) -> NoiseTally:
     """Avg-acc difference of every solution from oneshot's over the same items, with its paired interval."""
     rows, judged, beyond = [], 0, 0
     for (grid, model, objective, budget), rs in conds.items():
-        base = next((r for r in rs if r["search"] == "oneshot" and r.get("item_outcomes")), None)
+        base = next((r for r in rs if r.identity.search == "oneshot" and r.get("item_outcomes")), None)
         if base is None:
             continue
         for r in rs:
             if r is base or not r.get("item_outcomes"):
                 continue
             if sorted(r["removed"]) == sorted(base["removed"]):
-                rows.append([grid, model, objective, budget, r["search"], "same set", "–", "–"])
+                rows.append([grid, model, objective, budget, r.identity.search, "same set", "–", "–"])
                 continue
             prof = profile_of([r])
             tasks = [t for t in prof.tasks if t in r["item_outcomes"] and t in base["item_outcomes"]]
@@ -227,7 +228,7 @@ def noise_tally(conds) -> NoiseTally:
                 continue
             judged += 1
             beyond += d.distinguishable
-            rows.append([grid, model, objective, budget, r["search"], f"{100 * d.delta:+.1f}",
+            rows.append([grid, model, objective, budget, r.identity.search, f"{100 * d.delta:+.1f}",
                          f"[{100 * d.low:+.1f}, {100 * d.high:+.1f}]", "yes" if d.distinguishable else "no"])
     return NoiseTally(rows, judged, beyond)
 

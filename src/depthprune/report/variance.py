@@ -22,6 +22,7 @@ from depthprune.report import claims as C
 from depthprune.report import noise as N
 from depthprune.report.claims import helpers as H
 from depthprune.report.claims import variance as V
+from depthprune.result import Result
 
 METRICS = (("c4_ppl", "log C4 perplexity", math.log), ("avg_acc", "avg accuracy", lambda v: v))
 
@@ -59,7 +60,7 @@ class ShareRow:
     n: int
 
 
-def share_rows(results: Sequence[dict[str, Any]], thresholds: Mapping[str, Any] | None = None) -> list[ShareRow]:
+def share_rows(results: Sequence[Result], thresholds: Mapping[str, Any] | None = None) -> list[ShareRow]:
     """Per grid, (model, budget) and metric the shares, then per grid and metric the pooled row; the
     pairs and their sums of squares are 5.2's own (:func:`depthprune.report.claims.variance.share_tables`,
     :func:`depthprune.report.claims.variance.corrected_ss`)."""

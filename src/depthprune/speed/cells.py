@@ -18,6 +18,7 @@ from typing import Any
 from torch import nn
 
 from depthprune.jsonio import JSONFileError, append_jsonl, parse_json, write_jsonl
+from depthprune.result import Result
 from depthprune.speed import costs
 from depthprune.speed.compare import rebuild, time_pair
 from depthprune.speed.timing import Workload
@@ -25,14 +26,14 @@ from depthprune.speed.timing import Workload
 SCHEMA = "depthprune-speed-grid/1"  # a string, so results readers skip the file (depthprune.result.is_result)
 
 
-def distinct_sets(results: Iterable[dict[str, Any]], grid: str) -> dict[str, dict[tuple[int, ...], list[str]]]:
+def distinct_sets(results: Iterable[Result], grid: str) -> dict[str, dict[tuple[int, ...], list[str]]]:
     """``model -> removed set -> the cells that removed it``, over the grid's results (dense cells, M = 0, left out)."""
     out: dict[str, dict[tuple[int, ...], list[str]]] = {}
     for r in results:
-        if r.get("grid") != grid or not r.get("removed"):
+        if r.identity.grid != grid or not r.get("removed"):
             continue
         removed = tuple(sorted(int(i) for i in r["removed"]))
-        out.setdefault(str(r["model"]), {}).setdefault(removed, []).append(str(r["cell"]))
+        out.setdefault(str(r.identity.model), {}).setdefault(removed, []).append(str(r["cell"]))
     return {m: dict(sorted(sets.items(), key=lambda kv: (len(kv[0]), kv[0]))) for m, sets in sorted(out.items())}
 
 

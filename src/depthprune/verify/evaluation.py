@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from depthprune.result import Result
 from depthprune.verify.bands import EVAL_RULE, pair_key, precision_pair
 
 #: a change to this share of a cell's items is caught with probability CATCH (the issue's 1% and 95%)
@@ -87,16 +88,16 @@ def fold(model: str, removed: Sequence[int]) -> int:
     return hashlib.sha256(f"{model}:{sorted(removed)}".encode()).digest()[0] % 2
 
 
-def item_counts(result: Mapping[str, Any]) -> dict[str, int]:
+def item_counts(result: Result) -> dict[str, int]:
     """Task -> number of recorded items (every metric of a task records the same items)."""
     return {task: len(next(iter(metrics.values()))) for task, metrics in sorted(result["item_outcomes"].items())
             if metrics}
 
 
-def sample(result: Mapping[str, Any], seed: int = 0) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+def sample(result: Result, seed: int = 0) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
     """The seeded item sample (task -> sorted item indices) and window sample (dataset -> sorted window
     indices) of a cell's removed set (rule E1)."""
-    key = f"{seed}:{result['model']}:{sorted(result['removed'])}"
+    key = f"{seed}:{result.identity.model}:{sorted(result['removed'])}"
     counts = item_counts(result)
     pooled = [(task, i) for task, n in counts.items() for i in range(n)]
     drawn = random.Random(f"items:{key}").sample(pooled, sample_size(len(pooled)))
@@ -116,7 +117,7 @@ class Measured:
     seconds: float = 0.0
 
 
-def measure_here(session: Any, result: Mapping[str, Any], items: Mapping[str, list[int]],
+def measure_here(session: Any, result: Result, items: Mapping[str, list[int]],
                  windows: Mapping[str, list[int]]) -> Measured:
     """Evaluate ``result``'s removed set on ``session``'s model: the sampled items through lm-eval
     (``samples=``, the recorded protocol otherwise) and the sampled windows."""
@@ -193,7 +194,7 @@ class Comparison:
         return self.disagreements / self.items if self.items else 0.0
 
 
-def compare(result: Mapping[str, Any], measured: Measured) -> Comparison:
+def compare(result: Result, measured: Measured) -> Comparison:
     """One pass over ``measured``'s items and windows against ``result``'s recorded ones."""
     out = Comparison(0, 0, [], {})
     for task, metrics in sorted(measured.items.items()):
@@ -263,7 +264,7 @@ class EvalCheck:
                 "disagreement": self.disagreement, "examples": self.examples}
 
 
-def check_evaluation(result: Mapping[str, Any], measured: Measured, band: EvalBand | None) -> EvalCheck:
+def check_evaluation(result: Result, measured: Measured, band: EvalBand | None) -> EvalCheck:
     """Rule E2's checks of ``result``'s recorded outcomes against ``measured`` (this machine's)."""
     check = EvalCheck(band=band, population=sum(item_counts(result).values()))
     if band is None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from depthprune.jsonio import read_json
+from depthprune.result import Result
 from depthprune.search import SEARCHERS
 from depthprune.verify.bands import load_table, lookup, numeric_class
 from depthprune.verify.replay import FAILED, PARTIAL, Decision, replay
@@ -72,37 +73,38 @@ class CellFirmness:
         return self.smallest.gap / self.smallest_band
 
 
-def decisive(result: Mapping[str, Any], decisions: Sequence[Decision]) -> list[Decision]:
+def decisive(result: Result, decisions: Sequence[Decision]) -> list[Decision]:
     """The decisions that can change the answer (module docstring)."""
-    search = str(result.get("search") or (result.get("identity") or {}).get("search"))
+    search = result.identity.search
     batch_decides = SEARCHERS[search].batch_decides if search in SEARCHERS else True
     return [d for d in decisions if d.kind != "step" or batch_decides]
 
 
-def _band(table_: Mapping[str, Any], recorded: str, other: str, result: Mapping[str, Any],
+def _band(table_: Mapping[str, Any], recorded: str, other: str, result: Result,
           d: Decision) -> float | None:
     loss = max(abs(d.chosen_loss), abs(d.rival_loss))
-    b = lookup(table_, recorded, other, result["objective"], result["model"], loss)
+    b = lookup(table_, recorded, other, result.identity.objective, result.identity.model, loss)
     return None if b is None or b.flagged or not math.isfinite(b.nats) else b.nats
 
 
-def known_rival(result: Mapping[str, Any], inside: Sequence[Decision]) -> tuple[int, ...] | None:
+def known_rival(result: Result, inside: Sequence[Decision]) -> tuple[int, ...] | None:
     """The answer had ``inside`` turned, where it needs no search: the final decision's rival, or oneshot's
     cut with its two singles swapped; None where a turned step would need the search followed."""
     kinds = {d.kind for d in inside}
     if kinds == {"final"}:
         return inside[0].rival
-    if kinds == {"prior"} and result.get("search") == "oneshot":
+    if kinds == {"prior"} and result.identity.search == "oneshot":
         d = inside[0]
         return tuple(sorted(set(result["removed"]) - set(d.chosen) | set(d.rival)))
     return None
 
 
-def cell_firmness(result: Mapping[str, Any], decisions: Sequence[Decision], status: str, band: str,
+def cell_firmness(result: Result, decisions: Sequence[Decision], status: str, band: str,
                   table_: Mapping[str, Any]) -> CellFirmness:
     """``result`` under ``band`` (a key of :data:`BANDS`), given its replay's decisions and status."""
-    base = {"grid": result["grid"], "cell": result["cell"],
-            "condition": (result["model"], result["objective"], int(result["budget"])), "search": result["search"]}
+    base = {"grid": result.identity.grid, "cell": result["cell"],
+            "condition": (result.identity.model, result.identity.objective, int(result.identity.budget)),
+            "search": result.identity.search}
     recorded = numeric_class(result.get("environment") or {})
     other = BANDS[band].get(recorded)
     if other is None:
@@ -114,8 +116,8 @@ def cell_firmness(result: Mapping[str, Any], decisions: Sequence[Decision], stat
         width = _band(table_, recorded, other, result, d)
         if width is None:
             return CellFirmness(**base, status=UNKNOWN,
-                                why=f"no band measured for {recorded} against {other}, {result['objective']}, "
-                                    f"{result['model']}")
+                                why=f"no band measured for {recorded} against {other}, {result.identity.objective}, "
+                                    f"{result.identity.model}")
         scored.append((d.gap / width if width > 0 else math.inf, d, width))
     if not scored:
         return CellFirmness(**base, status=UNKNOWN, why="no decision to weigh (one set scored)")
@@ -125,11 +127,11 @@ def cell_firmness(result: Mapping[str, Any], decisions: Sequence[Decision], stat
                         smallest_band=width, inside=inside, rival=known_rival(result, inside) if inside else None)
 
 
-def assess(results: Sequence[Mapping[str, Any]], table_: Mapping[str, Any] | None = None
+def assess(results: Sequence[Result], table_: Mapping[str, Any] | None = None
            ) -> dict[str, list[CellFirmness]]:
     """Every result under every band, in the order given."""
     t = table_ if table_ is not None else load_table()
-    replays = [replay(dict(r)) for r in results]
+    replays = [replay(r) for r in results]
     return {band: [cell_firmness(r, rep.decisions, rep.status, band, t) for r, rep in zip(results, replays)]
             for band in BANDS}
 

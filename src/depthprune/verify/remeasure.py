@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from depthprune.jsonio import canonical
+from depthprune.result import Result
 from depthprune.verify import evaluation as ev
 from depthprune.verify.bands import Band, Difference, lookup, numeric_class, pair_key
 from depthprune.verify.replay import FAILED as REPLAY_FAILED
@@ -110,11 +111,11 @@ class CellCheck:
                 "evaluation": self.evaluation.to_dict() if self.evaluation else None}
 
 
-def _condition(result: dict[str, Any]) -> tuple[str, str, str]:
-    return result["model"], result["identity"]["objective"], canonical(result["objective_params"])
+def _condition(result: Result) -> tuple[str, str, str]:
+    return result.identity.model, result.identity.objective, canonical(result["objective_params"])
 
 
-def _always_checked(result: dict[str, Any], rep: Replay) -> list[frozenset[int]]:
+def _always_checked(result: Result, rep: Replay) -> list[frozenset[int]]:
     """A cell's sets that are always checked, in order: its removed set, then both sets of each decision
     (the prior's cut compares singles, which are measuring sets, never checked ones)."""
     out = [frozenset(result["removed"])]
@@ -124,7 +125,7 @@ def _always_checked(result: dict[str, Any], rep: Replay) -> list[frozenset[int]]
     return list(dict.fromkeys(out))
 
 
-def held_out(cells: Sequence[dict[str, Any]], replays: Sequence[Replay], seed: int) -> list[frozenset[int]]:
+def held_out(cells: Sequence[Result], replays: Sequence[Replay], seed: int) -> list[frozenset[int]]:
     """A condition's measuring sets of size >= 2 (:mod:`depthprune.verify.bands`): per size,
     ``HELD_OUT`` trace sets that are no cell's removed set and no decision's set, drawn with a seed."""
     from depthprune.verify.bands import HELD_OUT
@@ -141,7 +142,7 @@ def held_out(cells: Sequence[dict[str, Any]], replays: Sequence[Replay], seed: i
     return out
 
 
-def _sets_to_check(result: dict[str, Any], rep: Replay, seed: int,
+def _sets_to_check(result: Result, rep: Replay, seed: int,
                    exclude: Collection[frozenset[int]] = frozenset()) -> list[frozenset[int]]:
     """The rule of the module docstring, in order: removed set, decisions' sets, the seeded sample."""
     out = _always_checked(result, rep)
@@ -152,7 +153,7 @@ def _sets_to_check(result: dict[str, Any], rep: Replay, seed: int,
     return list(dict.fromkeys(out))
 
 
-def _recorded_losses(result: dict[str, Any]) -> dict[frozenset[int], float]:
+def _recorded_losses(result: Result) -> dict[frozenset[int], float]:
     losses = dict(recorded_trace(result))
     for i, v in enumerate(result.get("prior") or []):
         losses.setdefault(frozenset([i]), recorded_loss(v))
@@ -172,12 +173,12 @@ def _band(band_for: BandFor, loss: float) -> Band:
     return band
 
 
-def check_cell(result: dict[str, Any], score: Callable[[list[frozenset[int]]], list[float]], band_for: BandFor,
+def check_cell(result: Result, score: Callable[[list[frozenset[int]]], list[float]], band_for: BandFor,
                here_class: str, seed: int = 0, exclude: Collection[frozenset[int]] = frozenset(),
                rep: Replay | None = None) -> CellCheck:
     """Replay one cell, then re-score its sets with ``score`` and check each against ``band_for(its recorded loss)``."""
     rep = rep or replay(result)
-    check = CellCheck(result["grid"], result["cell"], result["model"], result["identity"]["objective"],
+    check = CellCheck(str(result.identity.grid), result["cell"], result.identity.model, result.identity.objective,
                       numeric_class(result["environment"]), here_class, rep,
                       band=band_for(float(result["calibration_loss"])))
     if rep.status == REPLAY_FAILED:
@@ -215,7 +216,7 @@ def check_cell(result: dict[str, Any], score: Callable[[list[frozenset[int]]], l
     return check
 
 
-def band_differences(results: Sequence[dict[str, Any]], measured: dict[frozenset[int], float],
+def band_differences(results: Sequence[Result], measured: dict[frozenset[int], float],
                      here_class: str) -> list[Difference]:
     """Recorded and here's loss of a condition's measuring sets (``measured``: set -> loss here; the empty set
     is the dense model), per recorded class, with each set's size."""
@@ -226,7 +227,7 @@ def band_differences(results: Sequence[dict[str, Any]], measured: dict[frozenset
         if recorded_class in seen:
             continue
         seen.add(recorded_class)
-        pair, objective, model = pair_key(recorded_class, here_class), r["identity"]["objective"], r["model"]
+        pair, objective, model = pair_key(recorded_class, here_class), r.identity.objective, r.identity.model
         recorded: dict[frozenset[int], float] = {frozenset(): float(r["dense_calibration_loss"])}
         for rr in results:
             if numeric_class(rr["environment"]) == recorded_class:
@@ -240,9 +241,9 @@ def band_differences(results: Sequence[dict[str, Any]], measured: dict[frozenset
 EvalRow = tuple[str, str, int, float, dict[str, float]]
 
 
-def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: int = 0, progress: bool = True,
+def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, progress: bool = True,
               measure_bands: Callable[[list[Difference], list[EvalRow]], dict[str, Any]]
-              | None = None, population: Sequence[dict[str, Any]] | None = None, evaluate: bool = True,
+              | None = None, population: Sequence[Result] | None = None, evaluate: bool = True,
               dtype: str = "auto") -> tuple[list[CellCheck], list[Difference]]:
     """Every cell of ``results`` checked on this machine; also the measuring sets' differences (for bands).
 
@@ -261,12 +262,12 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
     from depthprune.recipe import Session
     from depthprune.scoring import Scorer
 
-    by_model: dict[str, dict[tuple[str, str, str], list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    by_model: dict[str, dict[tuple[str, str, str], list[Result]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
-        by_model[r["model"]][_condition(r)].append(r)
-    everyone: dict[tuple[str, str, str], dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
+        by_model[r.identity.model][_condition(r)].append(r)
+    everyone: dict[tuple[str, str, str], dict[tuple[str, str], Result]] = defaultdict(dict)
     for r in [*results, *(population or ())]:  # the selected cells, then the rest of their population
-        everyone[_condition(r)].setdefault((r["grid"], r["cell"]), r)
+        everyone[_condition(r)].setdefault((str(r.identity.grid), r["cell"]), r)
     checks: list[CellCheck] = []
     differences: list[Difference] = []
     bar = tqdm(total=len(results), desc="verify", unit="cell", disable=not progress, leave=False)
@@ -278,8 +279,8 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
             model_differences: list[Difference] = []
             for key, cells in sorted(conditions.items()):
                 pool = list(everyone[key].values())
-                pool_replays = {(r["grid"], r["cell"]): replay(r) for r in pool}  # each cell replayed once
-                replays = [pool_replays[r["grid"], r["cell"]] for r in cells]
+                pool_replays = {(r.identity.grid, r["cell"]): replay(r) for r in pool}  # each cell replayed once
+                replays = [pool_replays[r.identity.grid, r["cell"]] for r in cells]
                 held = held_out(pool, list(pool_replays.values()), seed)
                 if measure_bands is not None:  # the measuring sets: dense, singles (the prior), held-out
                     calib = session.calibrate(key[1], **json.loads(key[2]))
@@ -287,7 +288,7 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
                     measured = {frozenset(): calib.dense_loss, **{frozenset([i]): p for i, p in enumerate(calib.prior)}}
                     measured.update(zip(held, scorer.many(held)))
                     # recorded losses of the measuring sets: from every cell of the condition they were drawn from
-                    recorded_here = [r for r in pool if r["identity"]["weights"] == session.weights]
+                    recorded_here = [r for r in pool if r.identity.weights == session.weights]
                     if recorded_here:
                         model_differences += band_differences(recorded_here, measured, here_class)
                 else:  # the dense pass only: no prior, no measuring set is scored
@@ -298,16 +299,16 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
             differences += model_differences
             evaluated: dict[tuple[str, str], ev.Measured] = {}
 
-            def measured_for(r: dict[str, Any]) -> ev.Measured:
+            def measured_for(r: Result) -> ev.Measured:
                 k = (canonical(sorted(r["removed"])), canonical(r["evaluation_protocol"]["config"]))
                 if k not in evaluated:
                     items, windows = ev.sample(r, seed)
                     evaluated[k] = ev.measure_here(session, r, items, windows)
                 return evaluated[k]
 
-            def evaluable(r: dict[str, Any]) -> bool:
+            def evaluable(r: Result) -> bool:
                 return evaluate and bool(r.get("evaluated")) and bool(r.get("item_outcomes") or r.get("window_nll")) \
-                    and r["identity"]["weights"] == session.weights
+                    and r.identity.weights == session.weights
 
             if measure_bands is not None:
                 eval_rows: list[EvalRow] = []
@@ -329,10 +330,11 @@ def remeasure(results: Sequence[dict[str, Any]], table: dict[str, Any], seed: in
                     def band_for(loss: float, rc: str = recorded_class, objective: str = key[1]) -> Band | None:
                         return lookup(table, rc, here_class, objective, model, loss)
 
-                    if r["identity"]["weights"] != session.weights:
-                        check = CellCheck(r["grid"], r["cell"], model, key[1], recorded_class, here_class, rep,
+                    if r.identity.weights != session.weights:
+                        check = CellCheck(str(r.identity.grid), r["cell"], model, key[1], recorded_class, here_class,
+                                          rep,
                                           status=NOT_VERIFIED, band=band_for(float(r["calibration_loss"])))
-                        check.disagreement = (f"recorded on weights {r['identity']['weights']}; this machine's "
+                        check.disagreement = (f"recorded on weights {r.identity.weights}; this machine's "
                                               f"{model} is {session.weights}")
                     else:
                         check = check_cell(r, scorer.many, band_for, here_class, seed, held, rep)

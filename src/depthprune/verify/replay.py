@@ -172,19 +172,20 @@ class TraceScore(RecordedReads):
         return losses
 
 
-def recorded_trace(result: dict[str, Any]) -> list[tuple[frozenset[int], float]]:
+def recorded_trace(result: Mapping[str, Any]) -> list[tuple[frozenset[int], float]]:
     """A result's trace as (set, loss) pairs, in its evaluation order."""
     return [(frozenset(s), recorded_loss(loss)) for s, loss in result.get("trace") or []]
 
 
-def _prior(result: dict[str, Any]) -> list[float] | None:
+def _prior(result: Mapping[str, Any]) -> list[float] | None:
     settings = result.get("settings") or {}
     if not settings.get("use_prior", True) or result.get("prior") is None:
         return None
     return [recorded_loss(x) for x in result["prior"]]
 
 
-def decisions(result: dict[str, Any], batches: Sequence[tuple[int, Sequence[frozenset[int]]]] = ()) -> list[Decision]:
+def decisions(result: Mapping[str, Any], batches: Sequence[tuple[int, Sequence[frozenset[int]]]] = ()
+              ) -> list[Decision]:
     """The decisions of a result (module docstring): final, one per batch of two or more, and the prior's cut."""
     losses = {s: loss for s, loss in recorded_trace(result)}
     budget = len(result["removed"])
@@ -212,7 +213,7 @@ def decisions(result: dict[str, Any], batches: Sequence[tuple[int, Sequence[froz
     return out
 
 
-def _extras(result: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+def _extras(result: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
     """What the searcher reads besides ``score`` (module docstring), and why a part cannot replay."""
     info = result.get("search_info") or {}
     extras: dict[str, Any] = {}
@@ -228,7 +229,7 @@ def _extras(result: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     return extras, None
 
 
-def _check_final_choice(result: dict[str, Any], trace: Sequence[tuple[frozenset[int], float]]) -> str | None:
+def _check_final_choice(result: Mapping[str, Any], trace: Sequence[tuple[frozenset[int], float]]) -> str | None:
     """The recorded answer is the best full-budget set of the trace (cbo's last step), else what differs."""
     budget = len(result["removed"])
     full = [(s, loss) for s, loss in trace if len(s) == budget]
@@ -241,13 +242,13 @@ def _check_final_choice(result: dict[str, Any], trace: Sequence[tuple[frozenset[
     return None
 
 
-def replay(result: dict[str, Any]) -> Replay:
+def replay(result: Mapping[str, Any]) -> Replay:
     """Replay one cell result (module docstring)."""
     start = time.perf_counter()
-    identity: dict[str, Any] = result.get("identity") or {}
-    name: str = identity.get("search") or result.get("search") or ""
+    identity: Mapping[str, Any] = result["identity"]  # the stored form's (a Result's, or a bench test's record)
+    name: str = identity.get("search") or ""
     trace = recorded_trace(result)
-    out = Replay(grid=str(identity.get("grid") or result.get("grid")), cell=str(result.get("cell")), searcher=name,
+    out = Replay(grid=str(identity.get("grid")), cell=str(result.get("cell")), searcher=name,
                  status=REPLAYED, recorded_evaluations=len(trace), replayed_evaluations=0, seconds=0.0)
     extras, missing = _extras(result)
     score = TraceScore(trace, extras)

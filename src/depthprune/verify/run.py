@@ -15,6 +15,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from depthprune.result import Result
 from depthprune.text_tables import markdown_table
 from depthprune.verify.replay import FAILED, PARTIAL, REPLAYED, Replay, replay
 
@@ -24,7 +25,7 @@ class SelectionError(ValueError):
 
 
 def select_cells(results: Sequence[str | Path], grids: Iterable[str] | None = None,
-                 cells: Iterable[str] | None = None) -> list[dict[str, Any]]:
+                 cells: Iterable[str] | None = None) -> list[Result]:
     """The cell results under ``results`` of ``grids`` (all when None), only ``cells`` where given."""
     from depthprune.grid.results import iter_results
 
@@ -32,14 +33,14 @@ def select_cells(results: Sequence[str | Path], grids: Iterable[str] | None = No
     where = ", ".join(str(r) for r in results)
     if not found:
         raise SelectionError(f"--results {where}: no cell results (result files or <grid>.jsonl.xz archives)")
-    have = sorted({r["grid"] for r in found})
+    have = sorted({r.identity.grid for r in found if r.identity.grid is not None})
     wanted_grids = list(grids or [])
     unknown = [g for g in wanted_grids if g not in have]
     if unknown:
         raise SelectionError(f"--grid {unknown[0]}: --results {where} holds no cell of that grid; "
                              f"its grids: {', '.join(have)}")
     if wanted_grids:
-        found = [r for r in found if r["grid"] in wanted_grids]
+        found = [r for r in found if r.identity.grid in wanted_grids]
     wanted_cells = list(cells or [])
     if wanted_cells:
         ids = {r["cell"] for r in found}
@@ -53,7 +54,7 @@ def select_cells(results: Sequence[str | Path], grids: Iterable[str] | None = No
     return found
 
 
-def replay_cells(results: Sequence[dict[str, Any]], progress: bool = True) -> list[Replay]:
+def replay_cells(results: Sequence[Result], progress: bool = True) -> list[Replay]:
     """:func:`depthprune.verify.replay.replay` over ``results``, with a progress bar."""
     return [replay(r) for r in tqdm(results, desc="replay", unit="cell", disable=not progress, leave=False)]
 
@@ -86,15 +87,15 @@ def report_json(replays: Sequence[Replay], results: Sequence[str | Path], second
             "cells": [r.to_dict() for r in replays]}
 
 
-def check_weights(results: Sequence[dict[str, Any]]) -> None:
+def check_weights(results: Sequence[Result]) -> None:
     """Every model of ``results`` has weights on this machine, before anything is loaded."""
     from depthprune.models import WeightsUnavailable, locate, resolve
 
-    for model in sorted({r["model"] for r in results}):
+    for model in sorted({r.identity.model for r in results}):
         try:
             locate(resolve(model))
         except WeightsUnavailable as err:
-            cells = sorted(r["cell"] for r in results if r["model"] == model)
+            cells = sorted(r["cell"] for r in results if r.identity.model == model)
             raise SelectionError(f"{model} (cells {cells[0]}{' ...' if len(cells) > 1 else ''}): its weights are not "
                                  f"on this machine: {str(err).splitlines()[0]}") from None
 

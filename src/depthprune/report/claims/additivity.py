@@ -16,6 +16,7 @@ import numpy as np
 
 from depthprune.report.claims import helpers as H
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
+from depthprune.result import Result
 
 
 @register(Claim(
@@ -25,15 +26,15 @@ from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdic
     "median ≥ min_rel_error", "min_rel_error", ("min_sets", "set_error", "min_rel_error"),
     gist="multi-layer removal is not additive",
     rules=(Rule("rel_error", "min_rel_error", "≥ {}"),)))
-def judge_3_3(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
+def judge_3_3(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """Removing several layers is not the sum of removing each: the additive prediction from the
     single-removal prior misses the true loss of the sets the searchers evaluated. The error is
     relative to the mean ``|change from dense|`` (a margin loss may fall when layers go, so the
     signed increase can be near zero). The Spearman of prediction and truth says whether the
     additive model still ranks sets well (which is all one-shot needs)."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[Result]] = defaultdict(list)
     for r in rows:
-        groups[(r["model"], r["objective"])].append(r)
+        groups[(r.identity.model, r.identity.objective)].append(r)
     details: list[dict[str, Any]] = []
     n_sets, most = 0, 0
     for (model, objective), rs in sorted(groups.items()):

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 from depthprune.registry import discover
 from depthprune.report.claims import helpers as H
+from depthprune.result import Result
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -40,9 +41,9 @@ NOT_HELD = "NOT HELD"
 NOT_MEASURED = "NOT MEASURED"
 
 #: a claim's judge: (grid, the grid's solutions, the claim's thresholds, the general ones) -> Verdict
-Judge = Callable[[str, list[dict[str, Any]], Mapping[str, Any], Mapping[str, Any]], "Verdict"]
+Judge = Callable[[str, list[Result], Mapping[str, Any], Mapping[str, Any]], "Verdict"]
 #: which of a grid's results a judge sees: (the grid's results, the claim's thresholds, the general ones)
-Selector = Callable[[Sequence[dict[str, Any]], Mapping[str, Any], Mapping[str, Any]], list[dict[str, Any]]]
+Selector = Callable[[Sequence[Result], Mapping[str, Any], Mapping[str, Any]], list[Result]]
 
 
 class Rule(NamedTuple):
@@ -54,7 +55,7 @@ class Rule(NamedTuple):
     test: str  # a template: "≥ {}" is formatted with the parameter's value
 
 
-def _paper_select(rows: Sequence[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _paper_select(rows: Sequence[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> list[Result]:
     return H.select(rows, g)
 
 
@@ -81,7 +82,7 @@ class Claim:
         """The rule that decides ``measure``; None for a measure that is only reported."""
         return next((r for r in self.rules if r.measure == measure), None)
 
-    def verdicts(self, results: Iterable[dict[str, Any]],
+    def verdicts(self, results: Iterable[Result],
                  thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
         """One verdict per grid, each judged on that grid's own solutions: the one place grids are
         split, never pooled (grids differ in models, sizes and data)."""
@@ -217,7 +218,7 @@ def with_threshold(thresholds: Mapping[str, Any], claim_id: str, param: str, val
 
 # -- every claim, and one claim across a range of a threshold ----------------------------------------
 
-def judge_all(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
+def judge_all(results: Iterable[Result], thresholds: Mapping[str, Any] | None = None) -> list[Verdict]:
     """Every claim on every grid, ordered by grid, then claim."""
     results = list(results)
     t = thresholds if thresholds is not None else load_thresholds()
@@ -226,7 +227,7 @@ def judge_all(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any] |
     return sorted(verdicts, key=lambda v: (v.grid, order.index(v.claim.id)))
 
 
-def sensitivity(results: Iterable[dict[str, Any]], claim_id: str, param: str, values: Sequence[Any],
+def sensitivity(results: Iterable[Result], claim_id: str, param: str, values: Sequence[Any],
                 thresholds: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """How the verdict moves as one threshold moves: a row per (grid, value)."""
     results = list(results)

@@ -16,6 +16,7 @@ import numpy as np
 
 from depthprune.report.claims import helpers as H
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
+from depthprune.result import Result
 
 INTRODUCTION = ("depth pruning removes entire Transformer blocks, reducing inference cost approximately "
                 "proportionally to the number of removed layers")
@@ -54,7 +55,7 @@ def _bootstrap(per_cell: Sequence[Sequence[float]], n_resamples: int, seed: int)
     ("tolerance", "n_resamples", "seed", "confidence"),
     gist="cost falls in proportion to blocks removed",
     rules=(Rule("prefill", "tolerance", "CI within 1 ± {}"), Rule("decode", "tolerance", "CI within 1 ± {}"))))
-def judge_inference_cost(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any],
+def judge_inference_cost(grid: str, rows: list[Result], t: Mapping[str, Any],
                          g: Mapping[str, Any]) -> Verdict:
     """Measured speedup against the blocks-only prediction, where the grid's speed archive measured it:
     a head and an embedding that stay make a pruned model less than L/(L − M) faster."""

@@ -26,48 +26,49 @@ from scipy import stats
 
 from depthprune.report import cells
 from depthprune.report import noise as N
+from depthprune.result import Result
 from depthprune.text_tables import significant
 
 #: one per (model, objective, budget): searcher -> result
-Condition = dict[str, dict[str, Any]]
+Condition = dict[str, Result]
 #: a group's (means [solutions], noise covariance [solutions, solutions]), measured or one bootstrap draw's
 Measured = tuple[np.ndarray, np.ndarray]
 
 
 # -- selection -------------------------------------------------------------------------------------
 
-def by_grid(results: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def by_grid(results: Iterable[Result]) -> dict[str, list[Result]]:
     """Results per grid, sorted by grid name; a result outside any grid goes under "(none)"."""
-    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    out: dict[str, list[Result]] = defaultdict(list)
     for r in results:
-        out[r.get("grid") or "(none)"].append(r)
+        out[r.identity.grid or "(none)"].append(r)
     return dict(sorted(out.items()))
 
 
-def select(rows: Sequence[dict[str, Any]], g: Mapping[str, Any]) -> list[dict[str, Any]]:
+def select(rows: Sequence[Result], g: Mapping[str, Any]) -> list[Result]:
     """The paper's solutions of one grid: default variant, its searchers and objectives, lowest seeds;
     one per (model, objective, budget, searcher) (the last one given wins)."""
-    rows = [r for r in rows if r.get("variant", "default") == "default" and r["search"] in g["searchers"]
-            and r["objective"] in (g["ppl_objective"], g["margin_objective"])]
+    rows = [r for r in rows if r.identity.variant == "default" and r.identity.search in g["searchers"]
+            and r.identity.objective in (g["ppl_objective"], g["margin_objective"])]
     if not rows:
         return []
-    cal, srch = min(r["calibration_seed"] for r in rows), min(r["search_seed"] for r in rows)
-    keep: dict[tuple[str, str, int, str], dict[str, Any]] = {}
+    cal, srch = min(r.identity.calibration_seed for r in rows), min(r.identity.search_seed for r in rows)
+    keep: dict[tuple[str, str, int, str], Result] = {}
     for r in rows:
-        if r["calibration_seed"] == cal and r["search_seed"] == srch:
-            keep[(r["model"], r["objective"], r["budget"], r["search"])] = r
+        if r.identity.calibration_seed == cal and r.identity.search_seed == srch:
+            keep[(r.identity.model, r.identity.objective, r.identity.budget, r.identity.search)] = r
     return list(keep.values())
 
 
-def conditions(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str, int], Condition]:
+def conditions(rows: Iterable[Result]) -> dict[tuple[str, str, int], Condition]:
     """(model, objective, budget) -> searcher -> result."""
     out: dict[tuple[str, str, int], Condition] = defaultdict(dict)
     for r in rows:
-        out[(r["model"], r["objective"], r["budget"])][r["search"]] = r
+        out[(r.identity.model, r.identity.objective, r.identity.budget)][r.identity.search] = r
     return dict(sorted(out.items()))
 
 
-def pairs(rows: Iterable[dict[str, Any]], g: Mapping[str, Any]) -> dict[tuple[str, int], tuple[Condition, Condition]]:
+def pairs(rows: Iterable[Result], g: Mapping[str, Any]) -> dict[tuple[str, int], tuple[Condition, Condition]]:
     """(model, budget) -> (ppl searcher -> result, margin searcher -> result), both objectives present."""
     conds = conditions(rows)
     out: dict[tuple[str, int], tuple[Condition, Condition]] = {}
@@ -77,9 +78,9 @@ def pairs(rows: Iterable[dict[str, Any]], g: Mapping[str, Any]) -> dict[tuple[st
     return out
 
 
-def distinct(rows: Iterable[dict[str, Any]]) -> int:
+def distinct(rows: Iterable[Result]) -> int:
     """Distinct pruned models: (model, removed set)."""
-    return len({(r["model"], frozenset(r["removed"])) for r in rows})
+    return len({(r.identity.model, frozenset(r["removed"])) for r in rows})
 
 
 def metric(r: Mapping[str, Any], name: str) -> float | None:
@@ -110,12 +111,12 @@ def median(values: Iterable[float]) -> float:
 
 # -- the evaluation's noise: blocks, intervals, decisions ----------------------------------------
 
-def headlines(r: dict[str, Any]) -> dict[str, str]:
+def headlines(r: Result) -> dict[str, str]:
     """task -> headline metric of the tasks a result's avg_acc averaged."""
     return dict(((r.get("evaluation_protocol") or {}).get("zero_shot") or {}).get("headline_metric") or {})
 
 
-def blocks(solutions: Sequence[dict[str, Any]], name: str) -> list[N.Outcomes] | None:
+def blocks(solutions: Sequence[Result], name: str) -> list[N.Outcomes] | None:
     """The solutions' outcome blocks for metric ``name`` (avg_acc: one per task; c4_ppl: the windows);
     None where a solution lacks them, so that the noise is unknown."""
     if name == "c4_ppl":
@@ -157,7 +158,7 @@ def mde(boot: np.ndarray, t: Mapping[str, Any]) -> float:
     return N.z_sum(t["confidence"], t["power"]) * se
 
 
-def measured_groups(groups: Sequence[list[dict[str, Any]]], name: str, n_resamples: int,
+def measured_groups(groups: Sequence[list[Result]], name: str, n_resamples: int,
                     seed: int) -> tuple[list[Measured], list[Measured]]:
     """Each group's (means, noise covariance) as measured, and as ``n_resamples`` bootstrap draws
     of the evaluation's clusters: one draw for all groups when they were evaluated on the same

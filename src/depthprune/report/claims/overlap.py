@@ -17,6 +17,7 @@ import numpy as np
 from depthprune.report import analysis as A
 from depthprune.report.claims import helpers as H
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
+from depthprune.result import Result
 
 OBSERVATION_5_1 = "calibration configurations reshape the resulting sets of pruned layers (Section 5.1)"
 PATTERN_5_1 = ("perplexity-based pruning concentrates on contiguous mid-to-late layers, whereas task "
@@ -29,11 +30,11 @@ PATTERN_5_1 = ("perplexity-based pruning concentrates on contiguous mid-to-late 
     "same searcher's ppl and margin sets] ≥ min_gap", "min_gap", ("min_gap",),
     gist="the objective, not the searcher, picks layers", reads_evaluation=False,
     rules=(Rule("gap", "min_gap", "≥ {}"),)))
-def judge_5_1a(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
+def judge_5_1a(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """Sets overlap less across objectives than across searchers within one: the configuration,
     not the searcher, decides which layers go."""
     details: list[dict[str, Any]] = []
-    used: list[dict[str, Any]] = []
+    used: list[Result] = []
     for (model, budget), (ppl, margin) in H.pairs(rows, g).items():
         common = sorted(set(ppl) & set(margin))
         if len(common) < g["min_searchers"]:
@@ -59,10 +60,10 @@ def judge_5_1a(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: M
     "median over pairs of [mean contiguity of ppl removals − of margin removals] ≥ min_gap",
     "min_gap", ("min_gap",),
     gist="ppl removes runs, margin scattered layers", reads_evaluation=False, rules=(Rule("gap", "min_gap", "≥ {}"),)))
-def judge_5_1b_contiguity(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
+def judge_5_1b_contiguity(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """ppl removals come in runs of adjacent blocks, margin removals less so ("more distributed")."""
     details: list[dict[str, Any]] = []
-    used: list[dict[str, Any]] = []
+    used: list[Result] = []
     for (model, budget), (ppl, margin) in H.pairs(rows, g).items():
         c = {name: float(np.mean([A.contiguity(r["removed"]) for r in side.values()]))
              for name, side in (("ppl", ppl), ("margin", margin))}
@@ -84,10 +85,10 @@ def judge_5_1b_contiguity(grid: str, rows: list[dict[str, Any]], t: Mapping[str,
     "median over (model, budget) of the mean relative depth of ppl removals ≥ min_depth",
     "min_depth", ("min_depth",),
     gist="ppl removes mid-to-late layers", reads_evaluation=False, rules=(Rule("depth", "min_depth", "≥ {}"),)))
-def judge_5_1b_depth(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
+def judge_5_1b_depth(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """ppl removals sit in the second half of the network ("mid-to-late")."""
     details: list[dict[str, Any]] = []
-    used: list[dict[str, Any]] = []
+    used: list[Result] = []
     for (model, objective, budget), by_search in H.conditions(rows).items():
         if objective != g["ppl_objective"]:
             continue

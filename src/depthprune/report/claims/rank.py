@@ -20,16 +20,17 @@ from depthprune.report import analysis as A
 from depthprune.report import noise as N
 from depthprune.report.claims import helpers as H
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
+from depthprune.result import Result
 
 
-def with_panel(rows: Sequence[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> list[dict[str, Any]]:
+def with_panel(rows: Sequence[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> list[Result]:
     """The paper's solutions of a grid and, at the same seeds, every cell (any variant) of the
     alignment panel's searchers (``t["panel"]``) under the two objectives."""
     chosen = H.select(rows, g)
-    seeds = {(r["calibration_seed"], r["search_seed"]) for r in chosen}
-    panel = [r for r in rows if r["search"] in t["panel"] and r not in chosen
-             and r["objective"] in (g["ppl_objective"], g["margin_objective"])
-             and (r["calibration_seed"], r["search_seed"]) in seeds]
+    seeds = {(r.identity.calibration_seed, r.identity.search_seed) for r in chosen}
+    panel = [r for r in rows if r.identity.search in t["panel"] and r not in chosen
+             and r.identity.objective in (g["ppl_objective"], g["margin_objective"])
+             and (r.identity.calibration_seed, r.identity.search_seed) in seeds]
     return chosen + panel
 
 
@@ -66,16 +67,16 @@ def _corrected_z(x, cx, y, cy, min_reliability: float) -> np.ndarray:
     return np.where((rx >= min_reliability) & (ry >= min_reliability), np.arctanh(corrected), np.nan)
 
 
-def _distinct_solutions(solutions: Sequence[dict[str, Any]], axis: str) -> list[dict[str, Any]]:
+def _distinct_solutions(solutions: Sequence[Result], axis: str) -> list[Result]:
     """One result per distinct removed set that has ``axis`` and avg_acc (searcher order decides which)."""
-    out: dict[frozenset[int], dict[str, Any]] = {}
-    for r in sorted(solutions, key=lambda r: (A.searcher_rank(r["search"]), r.get("variant", ""))):
+    out: dict[frozenset[int], Result] = {}
+    for r in sorted(solutions, key=lambda r: (A.searcher_rank(r.identity.search), r.identity.variant)):
         if H.metric(r, axis) is not None and H.metric(r, "avg_acc") is not None:
             out.setdefault(frozenset(r["removed"]), r)
     return list(out.values())
 
 
-def _separable(solutions: Sequence[dict[str, Any]], axis: str, min_reliability: float) -> bool:
+def _separable(solutions: Sequence[Result], axis: str, min_reliability: float) -> bool:
     """Does the evaluation separate these solutions on both axes (point reliability ≥ ``min_reliability``)?
     True where outcomes are missing: the verdict then says that the noise is unknown."""
     acc = H.blocks(solutions, "avg_acc")
@@ -107,7 +108,7 @@ def _separable(solutions: Sequence[dict[str, Any]], axis: str, min_reliability: 
     gist="rank ρ weak under ppl, positive under margin",
     rules=(Rule("rho_ppl", "ppl_max_rho", "CI high ≤ {}"), Rule("rho_margin", "margin_min_rho", "CI low ≥ {}")),
     select=with_panel))
-def judge_5_3(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
+def judge_5_3(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """Under ppl the better-perplexity solution is not the more accurate one; under margin it is.
 
     The verdict's x-axis is ``x_axis`` (default C4 perplexity: the paper says "calibration
@@ -131,10 +132,10 @@ def judge_5_3(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Ma
     names = dict(zip(objectives, ("rho_ppl", "rho_margin")))
     th = {k: t[k] for k in ("x_axis", "min_distinct", "min_reliability", "ppl_max_rho", "margin_min_rho",
                             "panel", "confidence", "power")}
-    conds: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)  # the searchers' and the panel's
+    conds: dict[tuple[str, str, int], list[Result]] = defaultdict(list)  # the searchers' and the panel's
     for r in rows:
-        if r["objective"] in objectives:
-            conds[(r["model"], r["objective"], r["budget"])].append(r)
+        if r.identity.objective in objectives:
+            conds[(r.identity.model, r.identity.objective, r.identity.budget)].append(r)
     conds = dict(sorted(conds.items()))
     details = [{"model": m, "objective": o, "budget": b} for (m, o, b) in conds]
     stat: dict[str, float | None] = {"rho_ppl": None, "rho_margin": None}

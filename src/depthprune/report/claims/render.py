@@ -8,6 +8,7 @@ from typing import Any
 
 from depthprune.report.claims import helpers as H
 from depthprune.report.claims.base import CLAIMS, Measure, Verdict, judge_all, load_thresholds, sensitivity
+from depthprune.result import Result
 
 
 def quote_numbers() -> dict[str, int]:
@@ -80,7 +81,7 @@ def _sensitivity_matrix(sweeps: list[dict[str, Any]], grids: list[str], t: Mappi
     return H.table(body, ["claim", "parameter", "value", *(f"`{g}`" for g in grids)])
 
 
-def render_claims(results: Iterable[dict[str, Any]], thresholds: Mapping[str, Any] | None = None,
+def render_claims(results: Iterable[Result], thresholds: Mapping[str, Any] | None = None,
                   verdicts: Sequence[Verdict] | None = None) -> list[str]:
     """Markdown: the numbered quotes; per grid, the verdicts, their measures (value, interval, MDE,
     the test that decides) and reasons; then one sensitivity matrix (threshold value × grid)."""

@@ -18,6 +18,7 @@ import numpy as np
 from depthprune.report import analysis as A
 from depthprune.report.claims import helpers as H
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
+from depthprune.result import Result
 
 CONTRIBUTION_2 = ("we show that computationally expensive search algorithms yield marginal improvements over "
                   "simple one-shot pruning in calibration perplexity")
@@ -31,7 +32,7 @@ CONTRIBUTION_2 = ("we show that computationally expensive search algorithms yiel
     "noise ≤ max_ratio", "max_ratio", ("max_ratio", "n_resamples", "seed", "confidence", "power"),
     gist="search gains little over one-shot",
     rules=(Rule("ratio", "max_ratio", "CI high ≤ {}"),)))
-def judge_search_gain(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
+def judge_search_gain(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """Search buys little calibration perplexity next to what changing the configuration does.
     Both gaps are in log perplexity on C4: the search gain in the ppl objective's own loss (mean
     NLL on the calibration windows), the objective gap in evaluated log C4 perplexity; only ppl
@@ -40,8 +41,8 @@ def judge_search_gain(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any
     The gain is in the calibration loss (exact for its calibration set); the objective gap is in
     evaluated log C4 perplexity, whose window noise is resampled: the median ratio's interval decides."""
     details: list[dict[str, Any]] = []
-    used: list[dict[str, Any]] = []
-    groups: list[tuple[float, list[dict[str, Any]]]] = []
+    used: list[Result] = []
+    groups: list[tuple[float, list[Result]]] = []
     for (model, budget), (ppl, margin) in H.pairs(rows, g).items():
         if g["oneshot"] not in ppl or len(ppl) < 2:
             continue
@@ -87,7 +88,7 @@ def judge_search_gain(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any
                    f"{t['max_ratio']} (MDE {mde:.2f}): {word}", details)
 
 
-def _cost(r: dict[str, Any], measure: str) -> float:
+def _cost(r: Result, measure: str) -> float:
     c = r["cost"]
     if measure == "layer_passes":  # a backward pass counted as one more pass over the block
         return float(c["layer_forwards"] + c.get("layer_backwards", 0))
@@ -101,14 +102,14 @@ def _cost(r: dict[str, Any], measure: str) -> float:
     "same condition, both as if alone with the prior included; median ≥ min_ratio", "min_ratio",
     ("expensive", "measure", "min_ratio"),
     gist="expensive searchers cost many × one-shot", reads_evaluation=False, rules=(Rule("ratio", "min_ratio", "≥ {}"),)))
-def judge_search_cost(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
+def judge_search_cost(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """The searchers the text calls computationally expensive cost many times one-shot. Costs are
     as if each searcher ran alone, prior included for every searcher that uses it (one-shot does),
     so the ratio compares like with like. ``measure``: layer_forwards (default, machine-independent),
     layer_passes (+ backwards, for gradient searchers) or seconds. The v1 summary's "minutes …
     hours" is v1 summary (``000_…``), not in the paper's text, and is not judged."""
     details: list[dict[str, Any]] = []
-    used: list[dict[str, Any]] = []
+    used: list[Result] = []
     ratios: list[float] = []
     seconds_ratios: list[float] = []
     per_searcher: dict[str, list[float]] = defaultdict(list)
@@ -147,10 +148,10 @@ def judge_search_cost(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any
     "median over conditions of the mean pairwise Jaccard of the searchers' removed sets ≥ min_jaccard",
     "min_jaccard", ("min_jaccard",),
     gist="searchers converge to similar sets", reads_evaluation=False, rules=(Rule("jaccard", "min_jaccard", "≥ {}"),)))
-def judge_search_convergence(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
+def judge_search_convergence(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """Under one configuration the searchers agree on which layers to remove."""
     details: list[dict[str, Any]] = []
-    used: list[dict[str, Any]] = []
+    used: list[Result] = []
     for (model, objective, budget), by_search in H.conditions(rows).items():
         if len(by_search) < g["min_searchers"]:
             continue

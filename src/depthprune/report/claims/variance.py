@@ -20,6 +20,7 @@ import numpy as np
 from depthprune.report import noise as N
 from depthprune.report.claims import helpers as H
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
+from depthprune.result import Result
 
 #: the metrics 5.2 splits, each with the scale its variance is taken on
 SHARE_METRICS: tuple[tuple[str, Callable[[float], float]], ...] = (("c4_ppl", math.log), ("avg_acc", lambda v: v))
@@ -32,10 +33,10 @@ class ShareTable(NamedTuple):
     model: str
     budget: int
     searchers: list[str]
-    solutions: list[dict[str, Any]]
+    solutions: list[Result]
 
 
-def share_tables(rows: list[dict[str, Any]], g: Mapping[str, Any]) -> list[ShareTable]:
+def share_tables(rows: list[Result], g: Mapping[str, Any]) -> list[ShareTable]:
     """The pairs 5.2 splits, from a grid's selected solutions: those with at least ``min_searchers``
     searchers common to both objectives that have c4_ppl and avg_acc."""
     out = []
@@ -85,7 +86,7 @@ def share_gap_of(ss: np.ndarray) -> np.ndarray | float:
     ("ppl_min_gap", "acc_max_gap", "n_resamples", "seed", "confidence", "power"),
     gist="searchers ≪ objective on ppl, ≈ on accuracy",
     rules=(Rule("D_c4_ppl", "ppl_min_gap", "CI low ≥ {}"), Rule("D_avg_acc", "acc_max_gap", "CI within ±{}"))))
-def judge_5_2(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
+def judge_5_2(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """The configuration dominates the variance of perplexity but only matches the searcher on
     accuracy.
 
@@ -103,8 +104,8 @@ def judge_5_2(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Ma
     a sample: resampling seven levels with replacement biases the searcher share down (a draw
     holds ~4.6 distinct searchers), which would favour dominance whatever the data."""
     details: list[dict[str, Any]] = []
-    used: list[dict[str, Any]] = []
-    per_metric: dict[str, list[tuple[list[dict[str, Any]], int]]] = {m: [] for m, _ in SHARE_METRICS}
+    used: list[Result] = []
+    per_metric: dict[str, list[tuple[list[Result], int]]] = {m: [] for m, _ in SHARE_METRICS}
     for model, budget, common, solutions in share_tables(rows, g):
         row: dict[str, Any] = {"model": model, "budget": budget, "searchers": len(common)}
         for m, f in SHARE_METRICS:
@@ -154,7 +155,7 @@ def judge_5_2(grid: str, rows: list[dict[str, Any]], t: Mapping[str, Any], g: Ma
     return verdict("5.2", grid, held, stat, th, len(details), H.distinct(used), "; ".join(words), details)
 
 
-def grid_accuracy_mde(rows: Sequence[dict[str, Any]], t: Mapping[str, Any]) -> float | None:
+def grid_accuracy_mde(rows: Sequence[Result], t: Mapping[str, Any]) -> float | None:
     """Median over conditions and their solution pairs of the paired accuracy MDE, in points."""
     mdes = []
     for _, by_search in H.conditions(rows).items():
