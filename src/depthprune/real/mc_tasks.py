@@ -107,6 +107,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from depthprune import jsonio
 from depthprune.model_registry import REAL_ASSETS
 from depthprune.real import baselines as bl
 from depthprune.real import wordnet as wnr
@@ -216,14 +217,12 @@ _WHAT = {"hypernym": "Noun hypernym ('A flask is a kind of' -> bottle)",
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+    jsonio.write_jsonl(path, rows, sort_keys=True, ensure_ascii=False)
 
 
 def _write_json(path: Path, value: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(value, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+    jsonio.write_json(path, value, indent=1, ensure_ascii=False, default=None)
 
 
 def shipped_files(out: Path = OUT) -> list[Path]:
