@@ -34,6 +34,8 @@ from depthprune.report.wrap import wrap_markdown
 from depthprune.result import Result
 from depthprune.verify.firmness import read_rivals
 
+__all__ = ["GENERATED", "figures_for", "readme_block", "reported", "write_report"]
+
 #: the first line of every page written under reports/: how a stale one is told from a hand-written file
 GENERATED = "<!-- written by `depthprune report` with REPORT.md; do not edit by hand -->"
 

@@ -17,8 +17,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
-from depthprune.report.analysis import Condition, searcher_rank  # noqa: E402
-from depthprune.result import Result
+from depthprune.report.analysis import searcher_rank  # noqa: E402
+from depthprune.result import Condition, Result  # noqa: E402
 
 _PNG_META = {"Software": None}  # keep files byte-stable across matplotlib versions' stamps
 
