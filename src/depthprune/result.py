@@ -37,7 +37,7 @@ and a report condition's key as ``r.condition``. The identity's fields are not a
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -150,15 +150,17 @@ class Result(Mapping[str, Any]):
     def __repr__(self) -> str:
         return f"Result(cell={self._data.get('cell')!r}, identity={self._identity!r})"
 
-    def replace(self, identity: Identity | None = None, **fields: Any) -> Result:
-        """A copy with these top-level fields set, and ``identity`` if given (an identity field is no
-        top-level one: ``r.replace(identity=dataclasses.replace(r.identity, grid=...))``)."""
-        bad = set(fields) & _IDENTITY_KEYS
+    def replace(self, identity: Identity | None = None, drop: Iterable[str] = (), **fields: Any) -> Result:
+        """A copy with the top-level fields in ``drop`` left out (those absent are no error), these fields
+        set, and ``identity`` if given (an identity field is no top-level one:
+        ``r.replace(identity=dataclasses.replace(r.identity, grid=...))``)."""
+        dropped = set(drop)
+        bad = (set(fields) | dropped) & _IDENTITY_KEYS
         if bad:
             raise KeyError(f"{', '.join(sorted(bad))}: identity fields; pass identity=")
         if identity is not None:
             fields["identity"] = identity.to_dict()
-        return Result({**self._data, **fields})
+        return Result({**{k: v for k, v in self._data.items() if k not in dropped}, **fields})
 
     @property
     def identity(self) -> Identity:

@@ -76,6 +76,15 @@ def test_replace_gives_a_new_result():
         r.replace(model="other")
 
 
+def test_replace_drops_fields_and_refuses_to_drop_identity_ones():
+    s = validate(stored(), "here").replace(speed={"median": 1.2})
+    t = s.replace(drop=["speed", "not-there"], removed=[0])
+    assert ("speed" in t, t.removed, "speed" in s) == (False, [0], True)
+    assert list(t) == [k for k in s if k != "speed"]  # the stored form's order, less what is dropped
+    with pytest.raises(KeyError, match="identity="):
+        s.replace(drop=["search"])
+
+
 def test_the_stored_form_and_its_bytes_do_not_change(tmp_path):
     data = stored()
     r = check_result(json.loads(json.dumps(data)), tmp_path / "x.json")

@@ -21,7 +21,7 @@ from depthprune.report import analysis as A
 from depthprune.report import claims
 from depthprune.report.cells import table
 from depthprune.report.verdicts import FLIP_MARK
-from depthprune.result import Result, to_json
+from depthprune.result import Result
 from depthprune.verify.firmness import (
     BANDS,
     FIRM,
@@ -108,13 +108,10 @@ def substitute(results: Sequence[Result], cells: Sequence[CellFirmness], evaluat
         if source is not None:
             counts["substituted"] += 1
             counts["evaluated here"] += source is record
-            swapped = {**to_json(r), "removed": list(rival), "calibration_loss": source["calibration_loss"]}
-            for k in EVALUATION_FIELDS:  # the rival's own, or none: never the cell's own set's
-                if k in source:
-                    swapped[k] = source[k]
-                else:
-                    swapped.pop(k, None)
-            out.append(Result(swapped))
+            # the rival's evaluation fields, or none: never the cell's own set's
+            out.append(r.replace(drop=[k for k in EVALUATION_FIELDS if k not in source], removed=list(rival),
+                                 calibration_loss=source["calibration_loss"],
+                                 **{k: source[k] for k in EVALUATION_FIELDS if k in source}))
         elif evaluation:
             counts["rival not evaluated"] += 1
             out.append(r)
@@ -122,8 +119,7 @@ def substitute(results: Sequence[Result], cells: Sequence[CellFirmness], evaluat
             counts["substituted"] += 1
             loss = record["calibration_loss"] if record is not None else next(
                 (x.rival_loss for x in c.inside if x.kind == "final"), math.nan)
-            out.append(Result({**{k: v for k, v in r.items() if k != "speed"}, "removed": list(rival),
-                               "calibration_loss": loss}))
+            out.append(r.replace(drop=["speed"], removed=list(rival), calibration_loss=loss))
     return out, counts
 
 

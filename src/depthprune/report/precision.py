@@ -54,8 +54,8 @@ def float32_view(rows: Sequence[Result], refs: dict[str, dict[str, Any]]) -> lis
         ref = refs.get(r["cell"])
         if ref is None:
             continue
-        view.append(Result({**{k: v for k, v in r.items() if k != "item_outcomes"}, "removed": ref["removed"],
-                            "calibration_loss": ref["calibration_loss"], "metrics": ref["metrics"]}))
+        view.append(r.replace(drop=["item_outcomes"], removed=ref["removed"],
+                              calibration_loss=ref["calibration_loss"], metrics=ref["metrics"]))
     return view
 
 
