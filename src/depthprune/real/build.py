@@ -151,7 +151,8 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+def write_frozen_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    """A frozen data or task file's rows (sorted keys, text as is), its folder made: every builder's one form."""
     path.parent.mkdir(parents=True, exist_ok=True)
     jsonio.write_jsonl(path, rows, sort_keys=True, ensure_ascii=False)
 
@@ -167,7 +168,7 @@ def build_data() -> dict[str, Any]:
     info: dict[str, Any] = {}
     for name in SPLITS:
         rows = [{"topic": t, "group": group_of[t], "text": docs[t]} for t in sorted(split[name])]
-        _write_jsonl(DATA / f"{name}.jsonl", rows)
+        write_frozen_jsonl(DATA / f"{name}.jsonl", rows)
         info[name] = {"documents": len(rows), "groups": len({r["group"] for r in rows}),
                       "words": sum(len(r["text"].split()) for r in rows), "topics": [r["topic"] for r in rows]}
     license_src = Path(sys.base_prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "LICENSE.txt"
@@ -362,9 +363,9 @@ def build_tasks() -> dict[str, Any]:
     lambada = lambada_items(test_docs)
     nextsent = {"test": nextsent_items(test_docs, TASK_SEEDS["test"]),
                 "train": nextsent_items(calib_docs, TASK_SEEDS["train"])}
-    _write_jsonl(TASKS / "data" / "real_lambada" / "test.jsonl", lambada)
+    write_frozen_jsonl(TASKS / "data" / "real_lambada" / "test.jsonl", lambada)
     for split, items in nextsent.items():
-        _write_jsonl(TASKS / "data" / "real_nextsent" / f"{split}.jsonl", items)
+        write_frozen_jsonl(TASKS / "data" / "real_nextsent" / f"{split}.jsonl", items)
     (TASKS / "real_nextsent.yaml").write_text(_YAML_NEXTSENT, encoding="utf-8")
     (TASKS / "real_lambada.yaml").write_text(_YAML_LAMBADA, encoding="utf-8")
     (TASKS / "utils.py").write_text(_UTILS, encoding="utf-8")

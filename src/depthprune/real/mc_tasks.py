@@ -111,6 +111,7 @@ from depthprune import jsonio
 from depthprune.model_registry import REAL_ASSETS
 from depthprune.real import baselines as bl
 from depthprune.real import wordnet as wnr
+from depthprune.real.build import write_frozen_jsonl
 from depthprune.real.mc_candidates import (
     CANDIDATE_BUILDERS,
     CONCRETE,
@@ -215,11 +216,6 @@ _WHAT = {"hypernym": "Noun hypernym ('A flask is a kind of' -> bottle)",
          "cloze": "Example-sentence cloze (an example up to its own lemma -> the lemma's form)"}
 
 
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    jsonio.write_jsonl(path, rows, sort_keys=True, ensure_ascii=False)
-
-
 def _write_json(path: Path, value: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     jsonio.write_json(path, value, indent=1, ensure_ascii=False, default=None)
@@ -249,7 +245,7 @@ def build(out: Path = OUT, tasks: Sequence[str] = TASKS, seeds: dict[str, int] |
     for task in tasks:
         built = build_task(task, wn, counts, sentences, seeds, log)
         for split, items in built["items"].items():
-            _write_jsonl(out / "data" / task / f"{split}.jsonl", items)
+            write_frozen_jsonl(out / "data" / task / f"{split}.jsonl", items)
         _write_json(out / "data" / task / "counts.json", built["counts"])
         (out / f"real_{task}.yaml").write_text(multiple_choice_task(
             f"real_{task}", _YAML_HEADER.format(what=_WHAT[task]), "real_mc", f"load_{task}", "options"),
