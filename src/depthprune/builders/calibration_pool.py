@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from depthprune.jsonio import write_jsonl
-from depthprune.real.build import DATA, LICENSE, _write_manifest, frozen_split, read_manifest
+from depthprune.builders.python_docs import DATA, LICENSE, _write_manifest, frozen_split, read_manifest
 
 SOURCES = Path("/usr/share/doc/python3.11/html/_sources")
 SECTIONS = ("tutorial", "howto", "faq")
@@ -120,7 +120,7 @@ def build_pool(sources: Path = SOURCES) -> dict[str, Any]:
         "file": POOL.name,
         "source": f"the calibration split's {len(rows) - len(kept)} documents, then the pages of "
                   f"{sources}/{{{','.join(SECTIONS)}}} (Debian {PACKAGE} {_package_version()}), converted from "
-                  "reStructuredText by depthprune.real.pool.rst_to_text",
+                  "reStructuredText by depthprune.builders.calibration_pool.rst_to_text",
         "license": LICENSE,
         "documents": len(rows),
         "words": sum(len(r["text"].split()) for r in rows),

@@ -1,7 +1,7 @@
 """The model cards of the real models (``assets/real/models/<id>/card.json`` + README.md).
 
 What a model *is* is stated here (:data:`IDENTITIES`); what it *does* is measured by
-:mod:`depthprune.real.check` and added to the card's ``measured`` section. Both files are written by
+:mod:`depthprune.cards.measure` and added to the card's ``measured`` section. Both files are written by
 :func:`write`; ``depthprune measure card --model MODEL --render-only`` re-renders a card from its card.json
 without measuring anything.
 """

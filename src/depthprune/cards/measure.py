@@ -39,7 +39,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from depthprune.jsonio import read_json
-from depthprune.real.card import MODEL_ID, card_dir, identity, write
+from depthprune.cards.card import MODEL_ID, card_dir, identity, write
 
 #: chance accuracy of a task where it is known (a task without an entry is shown without one)
 CHANCE = {"nextsent": 0.25}
@@ -157,7 +157,7 @@ def _sizes(r: dict[str, Any]) -> str:
 def render(measured: dict[str, Any], model_id: str = MODEL_ID) -> str:
     ident = identity(model_id)
     quant = ident["weights_measured"]
-    lines = [f"## Measured (`python -m depthprune.real.check --model {model_id}`)", ""]
+    lines = [f"## Measured (`depthprune measure card --model {model_id}`)", ""]
     env = measured.get("environment", {})
     if env:
         dtype = str(env.get("dtype", "")).removeprefix("torch.")

@@ -10,7 +10,7 @@ import pytest
 
 from depthprune.models import REAL_ASSETS
 from depthprune.profiles import get_profile
-from depthprune.real import build
+from depthprune.builders import python_docs as build
 
 MANIFEST = build.read_manifest()
 
@@ -158,7 +158,7 @@ def test_real_tasks_load_in_lm_eval():
 def test_shipped_task_loaders_are_what_the_builders_write():
     """The tiny and real profiles' lm-eval ``utils.py`` are generated from one template."""
     from depthprune.models import REAL_ASSETS, TINY_ASSETS
-    from depthprune.real.build import _UTILS
+    from depthprune.builders.python_docs import _UTILS
     from depthprune.tiny.fixtures import UTILS_PY
 
     assert (REAL_ASSETS / "tasks" / "utils.py").read_text(encoding="utf-8") == _UTILS

@@ -2,9 +2,9 @@
 
 Units go to disjoint test and train splits; every distractor is another item's answer of the same
 slot, and an adversarial filter chooses each item's triple so that the model-free readers of
-:mod:`depthprune.real.baselines` (fresh instances of them: n-gram folds, option-only classifiers,
+:mod:`depthprune.builders.model_free` (fresh instances of them: n-gram folds, option-only classifiers,
 TF-IDF) stay at chance; :func:`build_task` runs it all for one task. The design and its reasons are
-in :mod:`depthprune.real.mc_tasks`, which writes the result.
+in :mod:`depthprune.builders.wordnet.tasks`, which writes the result.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from depthprune.real import baselines as bl
-from depthprune.real import wordnet as wnr
-from depthprune.real.mc_candidates import CANDIDATE_BUILDERS, Cand
+from depthprune.builders import model_free as bl
+from depthprune.builders.wordnet import reader as wnr
+from depthprune.builders.wordnet.candidates import CANDIDATE_BUILDERS, Cand
 
 K = 4
 SIZES = {"test": 1200, "train": 500}
@@ -94,7 +94,7 @@ def _as_item(c: Cand, options: Sequence[str], label: int) -> dict[str, Any]:
 def choose(cands: list[Cand], pools: list[list[str]], readers: dict[str, Callable], rng: random.Random,
            ) -> list[list[str]]:
     """The adversarial filter: per item (seeded order) the triple of its pool that keeps each reader's
-    running count of gold wins closest to chance (:mod:`depthprune.real.mc_tasks`). Readers score options alone."""
+    running count of gold wins closest to chance (:mod:`depthprune.builders.wordnet.tasks`). Readers score options alone."""
     import numpy as np
 
     # every reader scores the gold and each pooled distractor once (option scores are independent)

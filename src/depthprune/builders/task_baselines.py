@@ -1,12 +1,12 @@
 """Model-free baselines of any lm-eval task a profile ships: what a reader of the text alone scores.
 
 A task measures the model only if readers that see no model stay near chance. The WordNet tasks'
-builder freezes a richer set (:mod:`depthprune.real.baselines`, with corpus frequencies and an n-gram
+builder freezes a richer set (:mod:`depthprune.builders.model_free`, with corpus frequencies and an n-gram
 model of their source, which only the build reads). Every task is read here through lm-eval's own
 task definition (``doc_to_text`` / ``doc_to_choice`` / ``doc_to_target``, winogrande's partial
 scoring included), so the items are the ones a model is scored on:
 
-* multiple choice: the readers of :func:`depthprune.real.baselines.cheap_readers` that need no corpus
+* multiple choice: the readers of :func:`depthprune.builders.model_free.cheap_readers` that need no corpus
   counts -- every position, longest, shortest, content-word overlap, TF-IDF on words and on
   characters (fitted on the task's train split, else on its own texts without labels), and the
   option-only classifier (only where the task has a train split with its labels);
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from depthprune import jsonio
-from depthprune.real import baselines as bl
+from depthprune.builders import model_free as bl
 
 #: profile -> its lm-eval tasks (the paper's names) read here; the real WordNet tasks have the richer
 #: frozen set of their builder (depthprune/assets/real/tasks/mc/baselines.json) instead
@@ -178,7 +178,7 @@ def build(seed: int = SEED) -> dict[str, Any]:
     for profile, names in SHIPPED.items():
         for tb in profile_baselines(PROFILES[profile], names, seed):
             tasks[tb.task] = {"profile": profile, **asdict(tb)}
-    return {"generated_by": "python -m depthprune.task_baselines build", "lm_eval": lm_eval.__version__,
+    return {"generated_by": "depthprune build task-baselines", "lm_eval": lm_eval.__version__,
             "seed": seed, "interval": f"95% percentile bootstrap over clusters, {bl.BOOTSTRAP} resamples, seed {seed}",
             "tasks": tasks}
 

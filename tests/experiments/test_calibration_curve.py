@@ -15,9 +15,9 @@ from depthprune.cli import main as cli
 from depthprune.data import parse_shard, take_shard
 from depthprune.objectives import make_objective
 from depthprune.profiles import get_profile
-from depthprune.real import calibration_curve as cc
-from depthprune.real import pool
-from depthprune.real.build import DATA, frozen_split, read_manifest
+from depthprune.experiments import calibration_curve as cc
+from depthprune.builders import calibration_pool as pool
+from depthprune.builders.python_docs import DATA, frozen_split, read_manifest
 
 
 def test_shards_are_disjoint_and_cover_the_pool():

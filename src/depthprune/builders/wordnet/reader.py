@@ -9,7 +9,7 @@ Debian's package does not ship), so this module reads the documented line format
 and nothing more: synsets, pointers, glosses split into definition and examples, sense order,
 tag counts and exception lists.
 
-Used only by the build of the frozen tasks (:mod:`depthprune.real.mc_tasks`); nothing at run
+Used only by the build of the frozen tasks (:mod:`depthprune.builders.wordnet.tasks`); nothing at run
 time reads ``/usr/share/wordnet``.
 """
 

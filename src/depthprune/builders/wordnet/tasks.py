@@ -7,11 +7,11 @@
 ``real_nextsent`` leaks its answer: its distractors come from other documents, and a reader
 of surface features picks the true ending far above chance. These three tasks ask for what a
 language model knows about words, and each is built so that the model-free readers of
-:mod:`depthprune.real.baselines` stay at chance (1/4).
+:mod:`depthprune.builders.model_free` stay at chance (1/4).
 
 Source. WordNet 3.0 as Debian's ``wordnet-base`` ships it (``/usr/share/wordnet``: synsets,
 glosses with their example sentences, hypernym pointers, sense order, SemCor tag counts in
-``cntlist.rev``, the exception lists; read by :mod:`depthprune.real.wordnet`), under the
+``cntlist.rev``, the exception lists; read by :mod:`depthprune.builders.wordnet.reader`), under the
 WordNet 3.0 licence (``LICENSE-WordNet.txt`` beside the data, from the package's copyright
 file). The build refuses, naming the apt package, where the files are missing. Its output is
 frozen in ``assets/real/tasks/mc/``; nothing at run time reads WordNet. ``manifest.json``
@@ -20,7 +20,7 @@ records the package's version, the sha256 of every source file read and of every
 Words. An answer or option is one lowercase alphabetic word of 3+ letters that a reader of
 English plausibly knows: SemCor tagged one of its senses at least once, or it occurs at least
 5 times in WordNet's own glosses and examples (the *corpus*). Two words are *related* where
-their spelling shares a root (:func:`depthprune.real.baselines.related`: equal Porter stems,
+their spelling shares a root (:func:`depthprune.builders.model_free.related`: equal Porter stems,
 one inside the other, or a common 5-letter prefix).
 
 Tasks (4 options; each item's ``cluster`` is its source unit; train and test items come from
@@ -62,11 +62,11 @@ adversarial filter (as HellaSwag's) chooses among candidate triples: items are t
 seeded order, ``CANDIDATES`` valid distractors are drawn per item and ``TRIPLES`` random
 triples of them tried, and the triple kept is the one that keeps every filter baseline's running
 count of gold wins closest to chance (an item counts 1/t where the gold is among t tied
-best). The filter baselines are the cheap readers of :mod:`depthprune.real.baselines` and
+best). The filter baselines are the cheap readers of :mod:`depthprune.builders.model_free` and
 *other instances* of the learned ones -- the n-gram model trained on each of ``FOLDS`` folds
 of its corpus left out in turn, the option-only classifier trained on held-out folds of the
 train split (for train items) or on resampled parts of it (for test items), TF-IDF fitted on the
-answers only -- so the numbers reported (fresh instances: :func:`depthprune.real.baselines.report`) are not
+answers only -- so the numbers reported (fresh instances: :func:`depthprune.builders.model_free.report`) are not
 those the filter tuned. No language model takes part in choosing distractors. The gold
 position is balanced: a seeded permutation of equal counts per position. ``baselines.json``
 also reports, under ``unfiltered``, the baselines on the same test items with a random valid
@@ -86,12 +86,12 @@ model's probability of the word itself, while acc_norm's division by byte length
 multi-token words whose later tokens follow from the first. acc_norm is recorded beside it.
 
 Margin calibration. The train splits are also written in Commonsense-170k's record format
-(``commonsense/mc_train.json``, HellaSwag-style endings as ``real.build`` writes them), each
+(``commonsense/mc_train.json``, HellaSwag-style endings as ``builders.python_docs`` writes them), each
 record with its ``task`` and ``cluster``; ``answer="cloze"`` scores each option as the
 continuation of the context, as lm-eval does.
 
-Code. The candidate items of each task are :mod:`depthprune.real.mc_candidates`; the splits,
-distractor pools and adversarial filter, :mod:`depthprune.real.mc_filter`; this module reads the
+Code. The candidate items of each task are :mod:`depthprune.builders.wordnet.candidates`; the splits,
+distractor pools and adversarial filter, :mod:`depthprune.builders.wordnet.distractors`; this module reads the
 sources and writes the frozen files (it re-exports the other two's names).
 """
 
@@ -109,10 +109,10 @@ from typing import Any
 
 from depthprune import jsonio
 from depthprune.model_registry import REAL_ASSETS
-from depthprune.real import baselines as bl
-from depthprune.real import wordnet as wnr
-from depthprune.real.build import write_frozen_jsonl
-from depthprune.real.mc_candidates import (
+from depthprune.builders import model_free as bl
+from depthprune.builders.wordnet import reader as wnr
+from depthprune.builders.python_docs import write_frozen_jsonl
+from depthprune.builders.wordnet.candidates import (
     CANDIDATE_BUILDERS,
     CONCRETE,
     MASS,
@@ -128,7 +128,7 @@ from depthprune.real.mc_candidates import (
     form_class,
     hypernym_candidates,
 )
-from depthprune.real.mc_filter import (
+from depthprune.builders.wordnet.distractors import (
     CANDIDATES,
     CAP,
     FOLDS,
@@ -207,8 +207,8 @@ def commonsense_record(task: str, item: dict[str, Any]) -> dict[str, str]:
 
 
 _YAML_HEADER = """\
-# Generated by `python -m depthprune.real.mc_tasks build` -- do not edit.
-# {what} from WordNet 3.0 (construction: depthprune/real/mc_tasks.py); data are local JSONL
+# Generated by `depthprune build wordnet-tasks` -- do not edit.
+# {what} from WordNet 3.0 (construction: depthprune/builders/wordnet/tasks.py); data are local JSONL
 # read by utils.py. Headline metric: acc (fixed with the construction, before any model ran).
 """
 _WHAT = {"hypernym": "Noun hypernym ('A flask is a kind of' -> bottle)",
@@ -256,7 +256,7 @@ def build(out: Path = OUT, tasks: Sequence[str] = TASKS, seeds: dict[str, int] |
         info[f"real_{task}"] = built["info"]
     (out / "utils.py").write_text(loader_module(
         "Loaders for the real profile's WordNet multiple-choice tasks.\n\n"
-        "Generated by `python -m depthprune.real.mc_tasks build` -- do not edit.\n"
+        "Generated by `depthprune build wordnet-tasks` -- do not edit.\n"
         "Data are read relative to this file.\n", {t: t for t in tasks}), encoding="utf-8")
     _write_json(out / "commonsense" / "mc_train.json", records)
     _write_json(out / "baselines.json", {"split": "test", "interval": "95% percentile bootstrap over clusters, "
@@ -270,7 +270,7 @@ def build(out: Path = OUT, tasks: Sequence[str] = TASKS, seeds: dict[str, int] |
         "source": {"name": "WordNet 3.0", "debian_package": wnr.APT_PACKAGE, "version": version,
                    "license": "WordNet 3.0 license (LICENSE-WordNet.txt)",
                    "files": {str(p): _sha256(p) for p in [*(root / f for f in wnr.FILES), COPYRIGHT]}},
-        "built_by": "python -m depthprune.real.mc_tasks build",
+        "built_by": "depthprune build wordnet-tasks",
         "parameters": {"sizes": SIZES, "seeds": seeds, "k": K, "candidates": CANDIDATES, "triples": TRIPLES,
                        "folds": FOLDS, "cap": CAP, "min_corpus": MIN_CORPUS, "min_semcor": MIN_SEMCOR},
         "tasks": info,

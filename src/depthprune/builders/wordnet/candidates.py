@@ -2,9 +2,9 @@
 
 A candidate is an item before its distractors (:class:`Cand`): its context, answer, the words no
 distractor may be, and its *unit* (cluster). The rules each task follows (which lemmas, senses and
-example sentences qualify) are written out in :mod:`depthprune.real.mc_tasks`; this module applies
-them to WordNet as :mod:`depthprune.real.wordnet` reads it. Kept apart from the distractor filter
-(:mod:`depthprune.real.mc_filter`) because what an item asks and how it is made hard are two jobs.
+example sentences qualify) are written out in :mod:`depthprune.builders.wordnet.tasks`; this module applies
+them to WordNet as :mod:`depthprune.builders.wordnet.reader` reads it. Kept apart from the distractor filter
+(:mod:`depthprune.builders.wordnet.distractors`) because what an item asks and how it is made hard are two jobs.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from depthprune.real import baselines as bl
-from depthprune.real import wordnet as wnr
+from depthprune.builders import model_free as bl
+from depthprune.builders.wordnet import reader as wnr
 
 MIN_CORPUS = 5  # corpus occurrences that make a word familiar
 MIN_SEMCOR = 1  # or SemCor tags of the word in that part of speech

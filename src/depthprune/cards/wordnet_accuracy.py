@@ -6,8 +6,8 @@ Each task's full test split through the suite's own evaluation (``Session.evalua
 the in-memory model, the shared-prefix adapter, no perplexity, no LAMBADA), one task at a
 time so each gets its own wall time (``seconds_per_1k_items``). Per metric (acc, acc_norm):
 the accuracy, a 95% percentile-bootstrap interval resampling the items' clusters
-(:func:`depthprune.real.baselines.clustered_interval`) and a Wilson interval, against chance
-1/4; the headline metric is the one fixed with the construction (:mod:`depthprune.real.mc_tasks`).
+(:func:`depthprune.builders.model_free.clustered_interval`) and a Wilson interval, against chance
+1/4; the headline metric is the one fixed with the construction (:mod:`depthprune.builders.wordnet.tasks`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from depthprune.jsonio import dumps
-from depthprune.real import baselines as bl
-from depthprune.real import mc_tasks
+from depthprune.builders import model_free as bl
+from depthprune.builders.wordnet import tasks as mc_tasks
 from depthprune.report.intervals import wilson
 
 HEADLINE = {task: "acc" for task in mc_tasks.TASKS}

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from depthprune import task_baselines as tb
+from depthprune.builders import task_baselines as tb
 from depthprune.cli import main as cli
 from depthprune.report.baselines import render_task_baselines
 

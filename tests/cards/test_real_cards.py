@@ -1,6 +1,6 @@
 """The real models' cards (``assets/real/models/<id>/``) are written by code, never by hand: the
-shipped README.md and card.json are what :func:`depthprune.real.card.write` makes from the card's
-identity and its stored measurements (:func:`depthprune.real.check.render`), and every card says
+shipped README.md and card.json are what :func:`depthprune.cards.card.write` makes from the card's
+identity and its stored measurements (:func:`depthprune.cards.measure.render`), and every card says
 where its numbers are shown that they are of dequantised 4-bit weights. No model is loaded."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-import depthprune.real.card as card
+import depthprune.cards.card as card
 from depthprune.models import REAL_MODELS
-from depthprune.real.check import render
+from depthprune.cards.measure import render
 
 
 @pytest.mark.parametrize("model_id", sorted(REAL_MODELS))

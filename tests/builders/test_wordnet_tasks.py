@@ -1,4 +1,4 @@
-"""The real profile's WordNet multiple-choice tasks (depthprune.real.mc_tasks): frozen files, sizes,
+"""The real profile's WordNet multiple-choice tasks (depthprune.builders.wordnet.tasks): frozen files, sizes,
 clusters, splits, options, positions, and the model-free baselines at chance. No model, no WordNet:
 everything is read from the frozen files (a rebuild check runs only where Debian's wordnet-base is
 installed; the full byte-identical rebuild only with DEPTHPRUNE_REBUILD_MC=1, ~10 min)."""
@@ -12,8 +12,8 @@ from collections import Counter
 
 import pytest
 
-from depthprune.real import baselines as bl
-from depthprune.real import mc_tasks
+from depthprune.builders import model_free as bl
+from depthprune.builders.wordnet import tasks as mc_tasks
 
 OUT = mc_tasks.OUT
 MANIFEST = json.loads((OUT / "manifest.json").read_text(encoding="utf-8"))
@@ -97,7 +97,7 @@ def test_margin_records_are_the_train_splits_in_cloze_form():
 
 def test_lm_eval_loads_the_tasks():
     pytest.importorskip("lm_eval")
-    from depthprune.real.mc_eval import profile
+    from depthprune.cards.wordnet_accuracy import profile
 
     prof = profile()
     tm = prof.task_manager()
@@ -146,7 +146,7 @@ def test_frozen_dense_accuracy_is_well_above_chance(model):
     """The measured dense accuracies (depthprune measure wordnet-accuracy): every task's full test split,
     the headline metric >= chance + 10 points at the lower end of its clustered 95% interval."""
     from depthprune.models import REAL_ASSETS
-    from depthprune.real.mc_eval import HEADLINE
+    from depthprune.cards.wordnet_accuracy import HEADLINE
 
     path = REAL_ASSETS / "models" / model / "mc_tasks.json"
     measured = json.loads(path.read_text(encoding="utf-8"))
