@@ -30,12 +30,12 @@ RESULT_LIBRARIES = tuple(p for p in PACKAGES if p != "depthprune") + ("gpytorch"
 _PACKAGE_ROOT = Path(__file__).resolve().parent
 #: Parts of the package that cannot change a result: presentation (report, CLI), the
 #: harness around a cell (references; case-file parsing: case settings enter the cell
-#: fingerprint themselves; the cluster submission; the planner; the GPU throughput check), the tiny family's and the
-#: real profile's build recipes and the task baselines' builder (their outputs, the shipped weights, fixtures and
-#: frozen data, are fingerprinted as data), and the rehearsal's stand-in builder and checks (stand-in
-#: weights are fingerprinted by weights.py).
+#: fingerprint themselves; the cluster submission; the planner; the GPU throughput check), the tiny family's build,
+#: the data builders (their outputs, the shipped weights, fixtures and frozen data, are fingerprinted as data), the
+#: real models' cards and experiments (they call the core, never the other way), and the rehearsal's stand-in
+#: builder and checks (stand-in weights are fingerprinted by weights.py).
 _NOT_RESULT_AFFECTING = ("report/", "cli/", "grid/reference.py", "grid/cases.py", "grid/cluster.py", "plan/",
-                         "task_baselines.py", "tiny/", "real/", "rehearsal/")
+                         "builders/", "cards/", "experiments/", "tiny/", "rehearsal/")
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:

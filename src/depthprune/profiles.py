@@ -16,7 +16,7 @@ calibrated and evaluated on:
 ``paper`` is the paper's protocol (its sizes are the objectives' and EvalConfig's own
 defaults); ``tiny`` is ours: CPU-sized calibration and evaluation on the shipped fixtures;
 ``real`` is ours too: a real pretrained model (``smollm2-135m``) on CPU, on real English text
-(Python's documentation, frozen in ``assets/real``; :mod:`depthprune.real.build`) with two
+(Python's documentation, frozen in ``assets/real``; :mod:`depthprune.builders.python_docs`) with two
 tasks of its own. A model's registry entry names its profile; ``--profile`` overrides it.
 """
 
@@ -177,7 +177,7 @@ REAL = Profile(
                  "the small smollm2 grid)"),
     sources={
         "c4_train": _local(_REAL_DATA / "calibration.jsonl"),
-        # the calibration split plus Python's tutorial, HOWTOs and FAQ (depthprune.real.pool): room for
+        # the calibration split plus Python's tutorial, HOWTOs and FAQ (depthprune.builders.calibration_pool): room for
         # disjoint calibration samples (the calibration-size curve, the real grid)
         "calibration_pool": _local(_REAL_DATA / "calibration_pool.jsonl"),
         "c4_validation": _local(_REAL_DATA / "validation.jsonl", "validation"),

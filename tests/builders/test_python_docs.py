@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from depthprune.builders import python_docs as build
 from depthprune.models import REAL_ASSETS
 from depthprune.profiles import get_profile
-from depthprune.builders import python_docs as build
 
 MANIFEST = build.read_manifest()
 
@@ -157,8 +157,8 @@ def test_real_tasks_load_in_lm_eval():
 
 def test_shipped_task_loaders_are_what_the_builders_write():
     """The tiny and real profiles' lm-eval ``utils.py`` are generated from one template."""
-    from depthprune.models import REAL_ASSETS, TINY_ASSETS
     from depthprune.builders.python_docs import _UTILS
+    from depthprune.models import REAL_ASSETS, TINY_ASSETS
     from depthprune.tiny.fixtures import UTILS_PY
 
     assert (REAL_ASSETS / "tasks" / "utils.py").read_text(encoding="utf-8") == _UTILS

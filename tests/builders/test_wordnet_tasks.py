@@ -145,8 +145,8 @@ def test_rebuild_is_byte_identical(tmp_path):
 def test_frozen_dense_accuracy_is_well_above_chance(model):
     """The measured dense accuracies (depthprune measure wordnet-accuracy): every task's full test split,
     the headline metric >= chance + 10 points at the lower end of its clustered 95% interval."""
-    from depthprune.models import REAL_ASSETS
     from depthprune.cards.wordnet_accuracy import HEADLINE
+    from depthprune.models import REAL_ASSETS
 
     path = REAL_ASSETS / "models" / model / "mc_tasks.json"
     measured = json.loads(path.read_text(encoding="utf-8"))

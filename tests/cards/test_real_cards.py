@@ -10,8 +10,8 @@ import json
 import pytest
 
 import depthprune.cards.card as card
-from depthprune.models import REAL_MODELS
 from depthprune.cards.measure import render
+from depthprune.models import REAL_MODELS
 
 
 @pytest.mark.parametrize("model_id", sorted(REAL_MODELS))

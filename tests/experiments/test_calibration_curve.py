@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from depthprune.cli import main as cli
-from depthprune.data import parse_shard, take_shard
-from depthprune.objectives import make_objective
-from depthprune.profiles import get_profile
-from depthprune.experiments import calibration_curve as cc
 from depthprune.builders import calibration_pool as pool
 from depthprune.builders.python_docs import DATA, frozen_split, read_manifest
+from depthprune.cli import main as cli
+from depthprune.data import parse_shard, take_shard
+from depthprune.experiments import calibration_curve as cc
+from depthprune.objectives import make_objective
+from depthprune.profiles import get_profile
 
 
 def test_shards_are_disjoint_and_cover_the_pool():

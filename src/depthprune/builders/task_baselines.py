@@ -42,7 +42,7 @@ SHIPPED: dict[str, tuple[str, ...]] = {
     "tiny": ("arc_easy", "arc_challenge", "boolq", "hellaswag", "piqa", "winogrande", "lambada"),
     "real": ("nextsent", "lambada"),
 }
-FROZEN = Path(__file__).resolve().parent / "assets" / "task_baselines.json"
+FROZEN = Path(__file__).resolve().parents[1] / "assets" / "task_baselines.json"
 SEED = 0
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")

@@ -38,8 +38,8 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-from depthprune.jsonio import read_json
 from depthprune.cards.card import MODEL_ID, card_dir, identity, write
+from depthprune.jsonio import read_json
 
 #: chance accuracy of a task where it is known (a task without an entry is shown without one)
 CHANCE = {"nextsent": 0.25}

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from depthprune.jsonio import dumps
 from depthprune.builders import model_free as bl
 from depthprune.builders.wordnet import tasks as mc_tasks
+from depthprune.jsonio import dumps
 from depthprune.report.intervals import wilson
 
 HEADLINE = {task: "acc" for task in mc_tasks.TASKS}

@@ -17,17 +17,17 @@ from typing import Any
 TOOLS: dict[str, dict[str, tuple[str, str]]] = {
     "build": {
         "tiny": ("depthprune.tiny.build", "the tiny family: corpus, tokenizer, fixtures, models, their check"),
-        "real": ("depthprune.real.build", "the real profile's frozen text splits and tasks from Python's docs"),
-        "wordnet-tasks": ("depthprune.real.mc_tasks", "the real profile's WordNet multiple-choice tasks"),
-        "pool": ("depthprune.real.pool", "the real profile's enlarged calibration pool"),
-        "task-baselines": ("depthprune.task_baselines", "the frozen model-free baselines of every shipped task"),
+        "real": ("depthprune.builders.python_docs", "the real profile's frozen text splits and tasks from Python's docs"),
+        "wordnet-tasks": ("depthprune.builders.wordnet.tasks", "the real profile's WordNet multiple-choice tasks"),
+        "pool": ("depthprune.builders.calibration_pool", "the real profile's enlarged calibration pool"),
+        "task-baselines": ("depthprune.builders.task_baselines", "the frozen model-free baselines of every shipped task"),
     },
     "measure": {
         "device": ("depthprune.plan.device_check", "this machine's throughput on the suite's own phases "
                                                    "(throughput.json for depthprune plan)"),
-        "card": ("depthprune.real.check", "a real model's card: dense tasks, margins, single-removal sweeps"),
-        "wordnet-accuracy": ("depthprune.real.mc_eval", "a real model's dense accuracy on the WordNet tasks"),
-        "calibration-curve": ("depthprune.real.calibration_curve",
+        "card": ("depthprune.cards.measure", "a real model's card: dense tasks, margins, single-removal sweeps"),
+        "wordnet-accuracy": ("depthprune.cards.wordnet_accuracy", "a real model's dense accuracy on the WordNet tasks"),
+        "calibration-curve": ("depthprune.experiments.calibration_curve",
                               "how the removed set settles as the calibration sample grows"),
         "rivals": ("depthprune.grid.rivals", "the rival answers of cells decided inside a rounding band, "
                                              "found and evaluated (for REPORT's re-judge)"),

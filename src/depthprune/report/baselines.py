@@ -2,8 +2,8 @@
 
 A task measures the model only if readers that see no model (option length, position, lexical
 overlap, word frequency, TF-IDF, an option-only classifier, an n-gram model) stay near chance. The
-numbers are the frozen ``baselines.json`` the task builder wrote (``python -m depthprune.real.mc_tasks
-build``), with their intervals; this module only shows them.
+numbers are the frozen ``baselines.json`` the task builder wrote (``depthprune build
+wordnet-tasks``), with their intervals; this module only shows them.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ def _leaks(b: dict[str, Any]) -> bool:
 
 def render_task_baselines(path: Path | None = None) -> tuple[list[str], list[str]]:
     """(REPORT's lines, the page's lines) for every other shipped task's model-free baselines
-    (:mod:`depthprune.task_baselines`' frozen file): REPORT a row per task with its best reader, the page
+    (:mod:`depthprune.builders.task_baselines`' frozen file): REPORT a row per task with its best reader, the page
     every reader."""
-    from depthprune.task_baselines import FROZEN, best, chance
+    from depthprune.builders.task_baselines import FROZEN, best, chance
 
     path = FROZEN if path is None else path
     if not path.is_file():

@@ -1,4 +1,4 @@
-"""REPORT's calibration-size curve: the summaries ``python -m depthprune.real.calibration_curve``
+"""REPORT's calibration-size curve: the summaries ``depthprune measure calibration-curve``
 writes (``calibration-curve-<model>.json``, found anywhere under the results directories), as one
 table per model with the size its rule chose.
 

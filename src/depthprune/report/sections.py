@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from depthprune.builders.task_baselines import FROZEN as TASK_BASELINES
+from depthprune.builders.task_baselines import chance as task_chance
 from depthprune.jsonio import read_json
 from depthprune.report import analysis as A
 from depthprune.report import claims
@@ -29,8 +31,6 @@ from depthprune.report.claims import Verdict
 from depthprune.report.grids import DeclaredGrid
 from depthprune.report.variance import share_rows
 from depthprune.result import Result
-from depthprune.task_baselines import FROZEN as TASK_BASELINES
-from depthprune.task_baselines import chance as task_chance
 from depthprune.text_tables import markdown_table
 
 

@@ -248,7 +248,7 @@ def write_card(out_dir: Path, card: dict):
         f"# {card['name']}",
         "",
         f"A tiny `{card['architecture']}` ({card['n_params'] / 1e6:.2f}M parameters, {card['n_layers']} layers) "
-        "trained on CPU by `python -m depthprune.tiny.build train` on the generated depthprune world corpus. "
+        "trained on CPU by `depthprune build tiny train` on the generated depthprune world corpus. "
         "It stands in for the paper's model of the same family in offline tests; it is not a general language model.",
         "",
         "| setting | value |",
@@ -278,7 +278,7 @@ _SWEEPS = {"ppl_c4_train": "ppl, C4-like train", "ppl_c4_validation": "ppl, C4-l
 
 def evaluation_lines(ev: dict) -> list[str]:
     """README lines for a card's ``evaluation`` (written by :mod:`depthprune.tiny.check`)."""
-    lines = ["", "## Measured quality (`python -m depthprune.tiny.build check`)", "",
+    lines = ["", "## Measured quality (`depthprune build tiny check`)", "",
              "Measured through the benchmark's core: losses are `Session.calibrate(objective).dense_loss` and "
              "its single-removal prior (the Scorer and `depthprune.masking`); zero-shot accuracy and the "
              "perplexity suite are `Session.evaluate((), TINY.eval_config())`. Settings: `card.json`, "

@@ -108,10 +108,9 @@ from pathlib import Path
 from typing import Any
 
 from depthprune import jsonio
-from depthprune.model_registry import REAL_ASSETS
 from depthprune.builders import model_free as bl
-from depthprune.builders.wordnet import reader as wnr
 from depthprune.builders.python_docs import write_frozen_jsonl
+from depthprune.builders.wordnet import reader as wnr
 from depthprune.builders.wordnet.candidates import (
     CANDIDATE_BUILDERS,
     CONCRETE,
@@ -147,6 +146,7 @@ from depthprune.builders.wordnet.distractors import (
     option_counts,
     split_units,
 )
+from depthprune.model_registry import REAL_ASSETS
 from depthprune.task_files import loader_module, multiple_choice_task
 
 __all__ = ["CANDIDATES", "CANDIDATE_BUILDERS", "CAP", "CONCRETE", "COPYRIGHT", "FOLDS", "K", "MASS", "MIN_CORPUS",
