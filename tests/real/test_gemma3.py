@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import math
 import importlib.util
+import math
 import os
 import sys
 import textwrap
