@@ -56,3 +56,25 @@ def pytest_collection_modifyitems(config, items):
     from tests.kinds import mark_kinds
 
     mark_kinds(items, ROOT)
+
+
+#: torch's thread count for every test of this process: what the configuration settled on before the first
+#: test (this file's DEPTHPRUNE_THREADS, then bench/conftest.py's share of the cores per xdist worker)
+_THREADS: list[int] = []
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_kept():
+    """Every test starts at the session's thread count and must leave it there. A .ci/run on AMX (8e110eb) ran
+    two grid cells in one worker at 2 threads beside the other worker's 1 (their results say torch_threads 2):
+    the cores oversubscribed, and tiny-llama3 ppl bi M3 took 105 s where it had taken 19.5 s at 1 thread."""
+    if not _THREADS:
+        _THREADS.append(torch.get_num_threads())
+    want = _THREADS[0]
+    if torch.get_num_threads() != want:
+        torch.set_num_threads(want)
+    yield
+    after = torch.get_num_threads()
+    if after != want:
+        torch.set_num_threads(want)
+        pytest.fail(f"this test left torch at {after} threads (it started at {want}): restore them", pytrace=False)
