@@ -12,10 +12,16 @@ from pathlib import Path
 import pytest
 import torch
 
-torch.set_num_threads(int(os.environ.get("DEPTHPRUNE_THREADS", "2")))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never reach for the Hub
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.hookimpl(tryfirst=True)  # before bench/conftest.py's share of the cores per xdist worker
+def pytest_configure(config):
+    """Torch's threads, set here and not when this file is imported: tests/test_kinds.py loads this file into a
+    stand-in repository's run inside a worker, and an import-time setting left that worker at 2 threads."""
+    torch.set_num_threads(int(os.environ.get("DEPTHPRUNE_THREADS", "2")))
 
 
 def pytest_report_header(config):
@@ -67,7 +73,8 @@ _THREADS: list[int] = []
 def _torch_threads_kept():
     """Every test starts at the session's thread count and must leave it there. A .ci/run on AMX (8e110eb) ran
     two grid cells in one worker at 2 threads beside the other worker's 1 (their results say torch_threads 2):
-    the cores oversubscribed, and tiny-llama3 ppl bi M3 took 105 s where it had taken 19.5 s at 1 thread."""
+    the cores oversubscribed, and tiny-llama3 ppl bi M3 took 105 s where it had taken 19.5 s at 1 thread. The
+    leaker, found by this check in the next .ci/run: tests/test_kinds.py's stand-in run, which imported this file."""
     if not _THREADS:
         _THREADS.append(torch.get_num_threads())
     want = _THREADS[0]
