@@ -40,6 +40,7 @@ from typing import Any
 
 from depthprune.cards.card import MODEL_ID, card_dir, identity, write
 from depthprune.jsonio import read_json
+from depthprune.tiny.check import margin_accuracy, portable, rounded
 
 #: chance accuracy of a task where it is known (a task without an entry is shown without one)
 CHANCE = {"nextsent": 0.25}
@@ -50,18 +51,10 @@ MARGIN_ITEMS = 128
 SWEEP_OBJECTIVES = ("ppl", "margin")
 
 
-def _round(x: float, nd: int = 4) -> float | None:
-    return round(float(x), nd) if math.isfinite(x) else None
-
-
 def _portable(value: Any) -> Any:
     from depthprune.model_registry import REAL_ASSETS
 
-    if isinstance(value, dict):
-        return {k: _portable(v) for k, v in value.items() if v not in (None, {}, [])}
-    if isinstance(value, str) and value.startswith(str(REAL_ASSETS)):
-        return "assets/real" + value[len(str(REAL_ASSETS)):]
-    return value
+    return portable(value, REAL_ASSETS, "assets/real")
 
 
 def _full_config(session, **overrides: Any):
@@ -73,7 +66,7 @@ def _full_config(session, **overrides: Any):
 
 def _perplexity(evaluation) -> dict[str, Any]:
     m = evaluation.metrics
-    return {"perplexity": {k: _round(m[k], 3) for k in ("wikitext2_ppl", "c4_ppl") if k in m},
+    return {"perplexity": {k: rounded(m[k], 3) for k in ("wikitext2_ppl", "c4_ppl") if k in m},
             "perplexity_protocol": _portable(evaluation.protocol["perplexity"])}
 
 
@@ -95,16 +88,16 @@ def measure_tasks(session, tasks: tuple[str, ...] | None = None) -> dict[str, An
     out: dict[str, Any] = {}
     for task in cfg.tasks:
         name = profile.lm_eval_task(task)
-        out[name] = {k: _round(m[f"{task}_{k}"]) for k in ("acc", "acc_norm") if f"{task}_{k}" in m} | {
-            "acc_stderr": _round(m.get(f"{task}_acc_stderr", math.nan)),
-            "acc_norm_stderr": _round(m.get(f"{task}_acc_norm_stderr", math.nan)),
+        out[name] = {k: rounded(m[f"{task}_{k}"]) for k in ("acc", "acc_norm") if f"{task}_{k}" in m} | {
+            "acc_stderr": rounded(m.get(f"{task}_acc_stderr", math.nan)),
+            "acc_norm_stderr": rounded(m.get(f"{task}_acc_norm_stderr", math.nan)),
             "chance": CHANCE.get(task), "headline": profile.headline_metric(task),
             "n": counts[name]["n_samples"]["effective"]}
     if cfg.lambada:
         name = profile.lm_eval_task("lambada")
-        out[name] = {"acc": _round(m["lambada_acc"]), "perplexity": _round(m["lambada_ppl"], 3),
+        out[name] = {"acc": rounded(m["lambada_acc"]), "perplexity": rounded(m["lambada_ppl"], 3),
                      "chance": "~0 (open vocabulary)", "n": counts[name]["n_samples"]["effective"]}
-    return {"tasks": out, "avg_acc": _round(m.get("avg_acc", math.nan)), **_perplexity(evaluation),
+    return {"tasks": out, "avg_acc": rounded(m.get("avg_acc", math.nan)), **_perplexity(evaluation),
             "config": evaluation.protocol["config"], "seconds": round(evaluation.seconds, 1)}
 
 
@@ -112,7 +105,6 @@ def measure_margins(session, n_items: int = MARGIN_ITEMS) -> dict[str, Any]:
     """Dense margin in each answer form (the scorer's dense pass; accuracy from the same batches)."""
     from depthprune.objectives import make_objective
     from depthprune.scoring import Scorer
-    from depthprune.tiny.check import margin_accuracy
 
     out: dict[str, Any] = {}
     for form in MARGIN_FORMS:
@@ -121,7 +113,7 @@ def measure_margins(session, n_items: int = MARGIN_ITEMS) -> dict[str, Any]:
         scorer = Scorer(session.model, obj.prepare(session.tokenizer, session.profile, session.batch_size), obj)
         calib = SimpleNamespace(objective=obj, scorer=scorer, dense_loss=scorer.dense_loss)
         proto = obj.protocol()
-        out[form] = {"mean_margin": _round(-scorer.dense_loss), "accuracy": _round(margin_accuracy(calib)),
+        out[form] = {"mean_margin": rounded(-scorer.dense_loss), "accuracy": rounded(margin_accuracy(calib)),
                      "chance": {"mean_margin": 0.0, "accuracy": 0.25}, "objective": obj.params(),
                      "scored_tokens": proto.get("scored_tokens"), "seconds": round(time.perf_counter() - start, 1)}
     return out
@@ -137,8 +129,8 @@ def measure_sweep(session, objectives: tuple[str, ...] = SWEEP_OBJECTIVES) -> di
             "objective": calib.objective.params(),
             # the data file itself: a profile may re-point a dataset name (commonsense170k) to other data
             "source": _portable(calib.objective.protocol().get("source", {})),
-            "dense_loss": _round(calib.dense_loss, 5),
-            "delta": [_round(p - calib.dense_loss, 5) for p in calib.prior],
+            "dense_loss": rounded(calib.dense_loss, 5),
+            "delta": [rounded(p - calib.dense_loss, 5) for p in calib.prior],
             "dense_seconds": round(calib.dense_seconds, 1), "prior_seconds": round(calib.prior_seconds, 1),
             "prior_evaluations": len(calib.prior), "layer_forwards": calib.scorer.stats.layer_forwards,
             "naive_layer_forwards": (1 + len(calib.prior)) * session.n_layers,

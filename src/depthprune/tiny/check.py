@@ -33,6 +33,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from depthprune.env import keeps_torch_threads
 from depthprune.jsonio import read_json
 
 CHANCE = {"hellaswag": 0.25, "winogrande": 0.5, "arc_easy": 0.25, "arc_challenge": 0.25, "piqa": 0.5, "boolq": 0.5}
@@ -61,19 +62,26 @@ NOTES = [
 ]
 
 
-def _round(x: float, nd: int = 4) -> float | None:
+def rounded(x: float, nd: int = 4) -> float | None:
+    """A card's number: ``nd`` places, or None where it is not finite (JSON has no NaN). The real
+    models' cards (:mod:`depthprune.cards.measure`) write theirs the same way."""
     return round(float(x), nd) if math.isfinite(x) else None
 
 
+def portable(value: Any, assets: Path, shown_as: str) -> Any:
+    """A protocol record without this machine's paths (``assets`` written as ``shown_as``) or empty fields:
+    the tiny cards' and the real cards' (:mod:`depthprune.cards.measure`) records."""
+    if isinstance(value, dict):
+        return {k: portable(v, assets, shown_as) for k, v in value.items() if v not in (None, {}, [])}
+    if isinstance(value, str) and value.startswith(str(assets)):
+        return shown_as + value[len(str(assets)):]
+    return value
+
+
 def _portable(value: Any) -> Any:
-    """A protocol record without this machine's paths (``assets/tiny/...``) or empty fields."""
     from depthprune.model_registry import TINY_ASSETS
 
-    if isinstance(value, dict):
-        return {k: _portable(v) for k, v in value.items() if v not in (None, {}, [])}
-    if isinstance(value, str) and value.startswith(str(TINY_ASSETS)):
-        return "assets/tiny" + value[len(str(TINY_ASSETS)):]
-    return value
+    return portable(value, TINY_ASSETS, "assets/tiny")
 
 
 def margin_accuracy(calib) -> float:
@@ -112,10 +120,10 @@ def _dense_entry(calib) -> dict[str, Any]:
     loss = calib.dense_loss
     params = calib.objective.params()
     if calib.name == "ppl":
-        return {"loss": _round(loss), "ppl": _round(math.exp(loss), 3), "objective": params,
+        return {"loss": rounded(loss), "ppl": rounded(math.exp(loss), 3), "objective": params,
                 "protocol": _portable(calib.objective.protocol())}
     proto = calib.objective.protocol()
-    return {"mean_margin": _round(-loss), "accuracy": _round(margin_accuracy(calib)), "objective": params,
+    return {"mean_margin": rounded(-loss), "accuracy": rounded(margin_accuracy(calib)), "objective": params,
             "protocol": {k: proto[k] for k in ("n_items", "n_options", "options_per_item", "scored_tokens",
                                                "aggregation") if k in proto}}
 
@@ -126,17 +134,18 @@ def zero_shot_entry(evaluation, profile) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for task, chance in CHANCE.items():
         if f"{task}_acc" in m:
-            out[profile.lm_eval_task(task)] = {k: _round(m[f"{task}_{k}"]) for k in ("acc", "acc_norm")
+            out[profile.lm_eval_task(task)] = {k: rounded(m[f"{task}_{k}"]) for k in ("acc", "acc_norm")
                                                if f"{task}_{k}" in m} | {"chance": chance}
     if "lambada_acc" in m:
-        out[profile.lm_eval_task("lambada")] = {"perplexity": _round(m["lambada_ppl"]), "acc": _round(m["lambada_acc"])}
+        out[profile.lm_eval_task("lambada")] = {"perplexity": rounded(m["lambada_ppl"]), "acc": rounded(m["lambada_acc"])}
     if "avg_acc" in m:
-        out["avg_acc"] = _round(m["avg_acc"])
+        out["avg_acc"] = rounded(m["avg_acc"])
     out["limit"] = evaluation.protocol["config"]["limit"]
     out["seconds"] = round(evaluation.seconds, 1)
     return out
 
 
+@keeps_torch_threads
 def check_model(model: str | Path, threads: int = 1, limit: int | None = None, sweep: bool = True,
                 lm_eval: bool = True, write: bool = True, n_samples: int | None = None,
                 n_items: int | None = None, device: str = "cpu") -> dict:
@@ -165,7 +174,7 @@ def check_model(model: str | Path, threads: int = 1, limit: int | None = None, s
         size = {"n_samples": n_samples} if objective == "ppl" else {"n_items": n_items}
         calib = session.calibrate(objective, **params, **size)
         res["dense"][key] = _dense_entry(calib)
-        deltas[key] = [_round(p - calib.dense_loss) for p in calib.prior]
+        deltas[key] = [rounded(p - calib.dense_loss) for p in calib.prior]
         seconds[key] = round(calib.dense_seconds + calib.prior_seconds, 1)
     if sweep:
         res["single_layer_removal"] = {
@@ -175,7 +184,7 @@ def check_model(model: str | Path, threads: int = 1, limit: int | None = None, s
             **deltas, "seconds": seconds}
     if lm_eval:
         evaluation = session.evaluate((), TINY.eval_config(limit=limit))
-        res["perplexity"] = {k: _round(v, 3) for k, v in evaluation.metrics.items() if k in ("wikitext2_ppl", "c4_ppl")}
+        res["perplexity"] = {k: rounded(v, 3) for k, v in evaluation.metrics.items() if k in ("wikitext2_ppl", "c4_ppl")}
         res["perplexity"]["protocol"] = _portable(evaluation.protocol["perplexity"])
         res["lm_eval"] = zero_shot_entry(evaluation, TINY)
     session.close()
