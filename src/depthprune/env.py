@@ -15,10 +15,11 @@ import os
 import platform
 import subprocess
 import sys
-from functools import lru_cache
+from collections.abc import Callable
+from functools import lru_cache, wraps
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 # moved to depthprune.jsonio; importable from here as before
 from depthprune.jsonio import write_json_atomic as write_json_atomic
@@ -63,6 +64,26 @@ def _result_affecting_files() -> list[Path]:
         if path.suffix == ".py" or (rel.startswith(("assets/tiny/", "assets/real/")) and "/models/" not in rel):
             files.append(path)  # code, plus the shipped fixtures, tasks and tokenizer (weights: weights.py)
     return files
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def keeps_torch_threads(fn: _F) -> _F:
+    """``fn`` may set torch's thread count for its own work; its caller gets its count back. A build stage
+    run in a test process (tiny's train and check) otherwise left the process at its count."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import torch
+
+        before = torch.get_num_threads()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.set_num_threads(before)
+
+    return wrapper  # type: ignore[return-value]
 
 
 @lru_cache(maxsize=1)

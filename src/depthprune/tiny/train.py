@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from depthprune.env import keeps_torch_threads
 from depthprune.jsonio import write_json
 
 MODEL_NAMES = ["tiny-llama3", "tiny-llama3.1", "tiny-qwen3"]
@@ -148,6 +149,7 @@ def lr_at(step: int, spec: RunSpec) -> float:
     return spec.lr * (spec.min_lr_frac + (1 - spec.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * t)))
 
 
+@keeps_torch_threads
 def train_model(spec: RunSpec, train_rows: np.ndarray, val_rows: dict[str, np.ndarray], out_dir: Path,
                 tokenizer_dir: Path, models_dir: Path, threads: int = 1, extra_card: dict | None = None,
                 log_every: int = 50) -> dict:
