@@ -18,8 +18,11 @@ One module per job; this module re-exports the names its callers use:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
+from depthprune import gguf_checkpoint
 from depthprune.decoder_layers import DecoderLayers, find_decoder_layers, find_final_norm
 from depthprune.model_files import (
     STAND_IN_MARKER,
@@ -85,15 +88,33 @@ def load_model(
     class and the fallback. Any other failure propagates. The implementation actually
     used is ``model.config._attn_implementation``.
     """
-    import warnings
-
-    from transformers import MODEL_FOR_CAUSAL_LM_MAPPING, AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
     spec = resolve(model)
     path = locate(spec, allow_download=allow_download)
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev, announce=True)
     gguf = gguf_file_in(spec, path)
+    if gguf and gguf_checkpoint.enabled():  # read once, then from its dense conversion (gguf_checkpoint)
+        converted = gguf_checkpoint.convert(
+            spec.id, Path(path) / gguf, lambda: _load(spec, path, gguf, "cpu", torch.float32, attn_implementation))
+        hf_model, tokenizer = _load(spec, str(converted), None, dev, torch_dtype, attn_implementation)
+    else:
+        hf_model, tokenizer = _load(spec, path, gguf, dev, torch_dtype, attn_implementation)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if spec.bos_every_window:
+        from depthprune.data import BOS_EVERY_WINDOW
+
+        setattr(tokenizer, BOS_EVERY_WINDOW, True)
+    return hf_model, tokenizer
+
+
+def _load(spec: ModelSpec, path: str, gguf: str | None, dev: str, torch_dtype: torch.dtype, attn_implementation: str):
+    """``(model, tokenizer)`` of the checkpoint at ``path`` (``gguf``: the GGUF file in it, read dequantised),
+    as transformers loads them: :func:`load_model`'s docstring, before its tokenizer settings."""
+    import warnings
+
+    from transformers import MODEL_FOR_CAUSAL_LM_MAPPING, AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
     extra = {"gguf_file": gguf} if gguf else {}
     config = None
     if gguf:
@@ -127,7 +148,7 @@ def load_model(
                 f"{cls.__name__} does not support attn_implementation={attn_implementation!r}; "
                 f"loading it with attn_implementation={attn!r} instead",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
     hf_model = AutoModelForCausalLM.from_pretrained(
         path, revision=spec.revision, dtype=torch_dtype, attn_implementation=attn, **_gguf_kwargs(gguf),
@@ -137,12 +158,6 @@ def load_model(
         _drop_gguf_quantizer(hf_model, gguf)
     hf_model.to(dev)
     hf_model.eval()
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    if spec.bos_every_window:
-        from depthprune.data import BOS_EVERY_WINDOW
-
-        setattr(tokenizer, BOS_EVERY_WINDOW, True)
     return hf_model, tokenizer
 
 

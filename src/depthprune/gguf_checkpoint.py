@@ -1,0 +1,93 @@
+"""A GGUF's dense checkpoint, converted once into the depthprune cache and loaded from there.
+
+transformers reads a GGUF slowly: its metadata is parsed in full (every vocabulary entry, ~1.6 M fields
+at Gemma-3's 262k tokens) for the config, again for the weights, and every tensor is dequantised in numpy.
+At one thread that is ~25 s for smollm2-135m and ~75 s for gemma3-270m, paid by every process that opens
+the model (each test module, grid cell worker and ``depthprune verify``). So the first load converts: the
+GGUF is read once as today, dequantised to float32, and ``save_pretrained`` writes the dense checkpoint
+(safetensors, config, tokenizer) to ``$DEPTHPRUNE_CACHE/converted/<model>/<GGUF sha256[:16]>-<transformers
+version>/``; every load, the first included, then reads that directory with the requested dtype. A cast
+from the same float32 tensors to the run's dtype is the cast a direct GGUF load makes, so the loaded
+weights are the same bit for bit (``tests/real/test_gguf_checkpoint.py``). The result identity's
+``weights`` stays the GGUF's fingerprint: the conversion is a cache of the same weights.
+
+``DEPTHPRUNE_GGUF_CACHE=off`` reads the GGUF directly every time. A half-written conversion is never
+used: it is written to a temporary directory beside its place and renamed when complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+ENV = "DEPTHPRUNE_GGUF_CACHE"
+MARKER = "depthprune-conversion.json"
+#: the conversion's own format; a change here makes every older conversion a miss
+FORMAT = 1
+
+
+def enabled() -> bool:
+    value = os.environ.get(ENV, "on").strip().lower()
+    if value not in ("on", "off"):
+        raise ValueError(f"{ENV}={value!r}: allowed values are 'on' and 'off'")
+    return value == "on"
+
+
+def converted_dir(model_id: str, gguf_path: Path) -> Path:
+    """Where ``gguf_path``'s conversion lives (keyed by the file's sha256 and the transformers version)."""
+    import transformers
+
+    from depthprune.model_files import cache_root
+    from depthprune.weights import file_sha256
+
+    return cache_root() / "converted" / model_id / f"{file_sha256(gguf_path)[:16]}-transformers{transformers.__version__}"
+
+
+def is_complete(directory: Path) -> bool:
+    try:
+        return json.loads((directory / MARKER).read_text()).get("format") == FORMAT
+    except (OSError, ValueError):
+        return False
+
+
+def convert(model_id: str, gguf_path: Path, load_gguf) -> Path:  # noqa: ANN001
+    """The conversion directory of ``gguf_path``, written first when missing.
+
+    ``load_gguf() -> (model, tokenizer)`` reads the GGUF dequantised to float32 (the caller's loader,
+    so the conversion is exactly what a direct load gives)."""
+    import torch
+    import transformers
+
+    target = converted_dir(model_id, gguf_path)
+    if is_complete(target):
+        return target
+    model, tokenizer = load_gguf()
+    if any(p.dtype != torch.float32 for p in model.parameters()):
+        raise RuntimeError(f"{gguf_path}: the conversion must be float32, got {sorted({str(p.dtype) for p in model.parameters()})}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():  # a conversion of another format, or one left without its marker: replaced
+        shutil.rmtree(target)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        (tmp / MARKER).write_text(json.dumps({
+            "format": FORMAT, "model": model_id, "gguf": str(gguf_path), "gguf_sha256": target.name.split("-")[0],
+            "transformers": transformers.__version__, "torch": torch.__version__, "dtype": "float32",
+            "written_by": "depthprune.gguf_checkpoint.convert (the first load of the GGUF)"}, indent=1) + "\n")
+        for path in tmp.rglob("*"):
+            path.chmod(0o755 if path.is_dir() else 0o644)  # mkdtemp's 0700 would hide a shared cache
+        tmp.chmod(0o755)
+        try:
+            os.rename(tmp, target)
+        except OSError:  # another process finished first: its conversion is the same
+            if not is_complete(target):
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    del model
+    return target
