@@ -123,3 +123,16 @@ def test_the_evaluation_decides_the_cells_status(cell):
     assert failed.status == FAILED and failed.disagreement == "evaluation: c4 window 3: ..."
     unchecked.add_evaluation(ev.check_evaluation(cell, as_recorded(cell), None))
     assert unchecked.status == NOT_VERIFIED and unchecked.to_dict()["evaluation"]["status"] == "NOT VERIFIED"
+
+
+def test_the_ci_sample_catches_five_percent_of_items_and_a_fifth_of_windows(cell):
+    """CI's rule (remeasure.CI), written down before its first run: smaller samples, the same catch rate."""
+    from depthprune.verify.remeasure import CI
+
+    items, windows = ev.sample(cell, 0, CI.item_change, CI.window_change)
+    population = sum(ev.item_counts(cell).values())
+    n = sum(map(len, items.values()))
+    assert n == ev.sample_size(population, 0.05) < ev.sample_size(population)
+    assert hypergeom.pmf(0, population, -(-population * 5 // 100), n) <= 0.05
+    for name, nll in cell["window_nll"].items():
+        assert len(windows[name]) == ev.sample_size(len(nll), 0.20) < ev.sample_size(len(nll))

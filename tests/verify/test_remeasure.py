@@ -125,3 +125,19 @@ def test_the_shipped_table_is_of_this_rule_and_says_how_it_was_measured():
 def test_a_zero_ppl_loss_adds_no_relative_difference():
     table = bands.measure([("a | b", "ppl", "m", 1, 0.0, 1e-3), ("a | b", "ppl", "m", 1, 2.0, 2.002)], {"command": "t"})
     assert table["bands"][0]["largest_difference"] == pytest.approx(1e-3) and table["bands"][0]["sets"] == 1
+
+
+def test_the_ci_sample_checks_the_answer_only_and_still_catches_a_moved_loss(greedy):
+    """CI's rule (remeasure.CI): the removed set and the final decision's rival, no step and no extra set;
+    a loss moved past the band, or a final decision turned, still fails."""
+    from depthprune.verify.remeasure import CI
+
+    check = check_cell(greedy, recorded_score(greedy), band(1e-9), HERE, sample=CI)
+    final = next(d for d in check.replay.decisions if d.kind == "final")
+    assert check.status == VERIFIED and check.sets_checked == len({frozenset(final.chosen), frozenset(final.rival)})
+    assert frozenset(final.chosen) == frozenset(greedy["removed"])
+    assert check.sets_checked < check_cell(greedy, recorded_score(greedy), band(1e-9), HERE).sets_checked
+    moved = check_cell(greedy, recorded_score(greedy, {frozenset(greedy["removed"]): 1e-3}), band(3e-4), HERE, sample=CI)
+    assert moved.status == FAILED and str(sorted(greedy["removed"])) in moved.disagreement
+    turned = {frozenset(final.rival): -(final.gap + 1e-6)}
+    assert check_cell(greedy, recorded_score(greedy, turned), band(final.gap / 2), HERE, sample=CI).status == FAILED

@@ -64,6 +64,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
             raise UsageError(f"--results {d}: not a directory")
     if args.json:
         check_destination(args.json, "--json")
+    if args.measure_bands and args.sample != "full":
+        raise UsageError(f"--sample {args.sample} with --measure-bands: bands are measured on the full sample "
+                         "(drop --sample, or verify with the table's bands)")
     try:
         cells = run.select_cells(args.results, args.grid, args.cell)
         if not args.replay_only:
@@ -124,12 +127,14 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[Result]) -> int:
     population = run.select_cells(args.results, sorted({c.identity.grid for c in cells if c.identity.grid is not None}))
     checks, _ = remeasure.remeasure(cells, table, seed=args.seed, progress=sys.stderr.isatty(),
                                     measure_bands=measure, population=population,
-                                    evaluate=not args.no_evaluation, dtype=args.dtype)
+                                    evaluate=not args.no_evaluation, dtype=args.dtype,
+                                    sample=remeasure.SAMPLES[args.sample])
     seconds = time.perf_counter() - start
     for line in run.remeasure_lines(checks):
         print(line)
     print(run.remeasure_summary(checks))
-    print(f"verified {len(checks)} cells in {seconds:.1f} s on {checks[0].here_class if checks else '?'} "
+    print(f"verified {len(checks)} cells in {seconds:.1f} s on {checks[0].here_class if checks else '?'}, "
+          f"sample {args.sample} "
           + ("(sets and decisions re-scored; task items and perplexity windows not re-evaluated: --no-evaluation)"
              if args.no_evaluation else "(sets and decisions re-scored; each removed set's sampled task items and "
                                         "perplexity windows re-evaluated)"))
@@ -221,6 +226,10 @@ def register(sub: Any) -> None:
                    help="re-score sets and decisions only; do not re-evaluate removed sets' items and windows")
     p.add_argument("--seed", type=positive(0), default=0,
                    help="seed of the sampled trace sets, items and windows (default 0)")
+    p.add_argument("--sample", default="full", choices=["full", "ci"],
+                   help="how much of each cell is re-measured (default full: the removed set, every decision's sets, "
+                        "4 more trace sets, items and windows catching a 1%% change; ci: the removed set and the final "
+                        "decision's rival, items catching 5%%, windows 20%%: what CI checks on every CPU)")
     p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float32"],
                    help="precision to re-measure in (default auto: what this machine runs; bfloat16 on a CPU "
                         "without AMX measures its own bf16 kernels against the recorded ones)")

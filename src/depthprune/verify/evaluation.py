@@ -94,17 +94,20 @@ def item_counts(result: Result) -> dict[str, int]:
             if metrics}
 
 
-def sample(result: Result, seed: int = 0) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+def sample(result: Result, seed: int = 0, item_change: float = CHANGE,
+           window_change: float = CHANGE) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
     """The seeded item sample (task -> sorted item indices) and window sample (dataset -> sorted window
-    indices) of a cell's removed set (rule E1)."""
+    indices) of a cell's removed set (rule E1; a change to ``item_change`` of the items, ``window_change`` of a
+    dataset's windows, caught with probability ``CATCH``)."""
     key = f"{seed}:{result.identity.model}:{sorted(result['removed'])}"
     counts = item_counts(result)
     pooled = [(task, i) for task, n in counts.items() for i in range(n)]
-    drawn = random.Random(f"items:{key}").sample(pooled, sample_size(len(pooled)))
+    drawn = random.Random(f"items:{key}").sample(pooled, sample_size(len(pooled), item_change))
     items = {task: sorted(i for t, i in drawn if t == task) for task in counts}
     windows = {}
     for name, nll in sorted((result.get("window_nll") or {}).items()):
-        windows[name] = sorted(random.Random(f"windows:{key}:{name}").sample(range(len(nll)), sample_size(len(nll))))
+        windows[name] = sorted(random.Random(f"windows:{key}:{name}").sample(range(len(nll)),
+                                                                             sample_size(len(nll), window_change)))
     return {t: i for t, i in items.items() if i}, windows
 
 

@@ -45,6 +45,28 @@ from depthprune.verify.replay import Decision, Replay, recorded_loss, recorded_t
 
 #: trace sets re-scored per cell beside its removed set and decisions (the rule in the module docstring)
 SAMPLE_SETS = 4
+
+
+@dataclass(frozen=True)
+class Sample:
+    """How much of a cell is re-measured: which decisions' sets, how many more trace sets, and the share of
+    changed items and windows the evaluation sample must catch with probability ``evaluation.CATCH``.
+
+    ``FULL`` is the rule of the module docstring (the issue's 1% of items). ``CI`` is the smaller rule the
+    suite's CI check of real cells runs on every CPU (``tests/real/test_verify_sample.py``): the cell's answer
+    only (its removed set and the final decision's rival, the set it was chosen against), and samples that
+    catch a change to 5% of the items and to 20% of the windows. Both were written down before their runs."""
+
+    name: str
+    decisions: tuple[str, ...]  # the decision kinds whose two sets are re-scored ("final", "step")
+    extra_sets: int  # seeded trace sets beside them
+    item_change: float
+    window_change: float
+
+
+FULL = Sample("full", ("final", "step"), SAMPLE_SETS, 0.01, 0.01)
+CI = Sample("ci", ("final",), 0, 0.05, 0.20)
+SAMPLES = {s.name: s for s in (FULL, CI)}
 VERIFIED = "verified"
 FAILED = "failed"
 NOT_VERIFIED = "not verified"
@@ -115,12 +137,12 @@ def _condition(result: Result) -> tuple[str, str, str]:
     return result.identity.model, result.identity.objective, canonical(result["objective_params"])
 
 
-def _always_checked(result: Result, rep: Replay) -> list[frozenset[int]]:
-    """A cell's sets that are always checked, in order: its removed set, then both sets of each decision
-    (the prior's cut compares singles, which are measuring sets, never checked ones)."""
+def _always_checked(result: Result, rep: Replay, kinds: Collection[str] = FULL.decisions) -> list[frozenset[int]]:
+    """A cell's sets that are always checked, in order: its removed set, then both sets of each decision of
+    ``kinds`` (the prior's cut compares singles, which are measuring sets, never checked ones)."""
     out = [frozenset(result["removed"])]
     for d in rep.decisions:
-        if d.kind != "prior":
+        if d.kind in kinds:
             out += [frozenset(d.chosen), frozenset(d.rival)]
     return list(dict.fromkeys(out))
 
@@ -143,13 +165,13 @@ def held_out(cells: Sequence[Result], replays: Sequence[Replay], seed: int) -> l
 
 
 def _sets_to_check(result: Result, rep: Replay, seed: int,
-                   exclude: Collection[frozenset[int]] = frozenset()) -> list[frozenset[int]]:
+                   exclude: Collection[frozenset[int]] = frozenset(), sample: Sample = FULL) -> list[frozenset[int]]:
     """The rule of the module docstring, in order: removed set, decisions' sets, the seeded sample."""
-    out = _always_checked(result, rep)
+    out = _always_checked(result, rep, sample.decisions)
     rest = sorted({s for s, _ in recorded_trace(result)} - set(out) - set(exclude),
                   key=lambda s: (len(s), sorted(s)))
     rng = random.Random(f"{seed}:{result['cell']}")
-    out += rng.sample(rest, min(SAMPLE_SETS, len(rest)))
+    out += rng.sample(rest, min(sample.extra_sets, len(rest)))
     return list(dict.fromkeys(out))
 
 
@@ -175,7 +197,7 @@ def _band(band_for: BandFor, loss: float) -> Band:
 
 def check_cell(result: Result, score: Callable[[list[frozenset[int]]], list[float]], band_for: BandFor,
                here_class: str, seed: int = 0, exclude: Collection[frozenset[int]] = frozenset(),
-               rep: Replay | None = None) -> CellCheck:
+               rep: Replay | None = None, sample: Sample = FULL) -> CellCheck:
     """Replay one cell, then re-score its sets with ``score`` and check each against ``band_for(its recorded loss)``."""
     rep = rep or replay(result)
     check = CellCheck(str(result.identity.grid), result["cell"], result.identity.model, result.identity.objective,
@@ -190,7 +212,7 @@ def check_cell(result: Result, score: Callable[[list[frozenset[int]]], list[floa
                               f"({check.objective}): re-measuring cannot tell rounding from a change")
         return check
     recorded = _recorded_losses(result)
-    sets = _sets_to_check(result, rep, seed, exclude)
+    sets = _sets_to_check(result, rep, seed, exclude, sample)
     here = dict(zip(sets, score(sets)))
     check.sets_checked = len(sets)
     for s in sets:
@@ -202,7 +224,7 @@ def check_cell(result: Result, score: Callable[[list[frozenset[int]]], list[floa
             check.disagreement = (f"set {sorted(s)}: recorded loss {recorded[s]:.6g}, here {here[s]:.6g}, "
                                   f"|difference| {diff:.3g} > band {band.nats:.3g} nats ({band.measured_for})")
     for d in rep.decisions:
-        if d.kind == "prior":
+        if d.kind not in sample.decisions:
             continue
         a, b = here[frozenset(d.chosen)], here[frozenset(d.rival)]
         width = max(_band(band_for, d.chosen_loss).nats, _band(band_for, d.rival_loss).nats)
@@ -244,7 +266,7 @@ EvalRow = tuple[str, str, int, float, dict[str, float]]
 def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, progress: bool = True,
               measure_bands: Callable[[list[Difference], list[EvalRow]], dict[str, Any]]
               | None = None, population: Sequence[Result] | None = None, evaluate: bool = True,
-              dtype: str = "auto") -> tuple[list[CellCheck], list[Difference]]:
+              dtype: str = "auto", sample: Sample = FULL) -> tuple[list[CellCheck], list[Difference]]:
     """Every cell of ``results`` checked on this machine; also the measuring sets' differences (for bands).
 
     ``measure_bands``: given a model's set differences and evaluation measurements (pair, model, fold,
@@ -253,7 +275,8 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
     ``population``: every cell the measuring sets are drawn from (default ``results``; the CLI passes
     all cells of the selected grids). ``evaluate``: also re-evaluate each removed set (rule E2).
     ``dtype``: the precision re-measured in (``auto``: what the machine runs; ``bfloat16`` on a CPU without AMX
-    measures bf16 on its own kernels against another machine's).
+    measures bf16 on its own kernels against another machine's). ``sample``: how much of each cell is
+    re-measured (:data:`FULL`, or :data:`CI`'s smaller rule); bands are measured on the same sets either way.
     """
     from tqdm.auto import tqdm
 
@@ -302,7 +325,7 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
             def measured_for(r: Result) -> ev.Measured:
                 k = (canonical(sorted(r["removed"])), canonical(r["evaluation_protocol"]["config"]))
                 if k not in evaluated:
-                    items, windows = ev.sample(r, seed)
+                    items, windows = ev.sample(r, seed, sample.item_change, sample.window_change)
                     evaluated[k] = ev.measure_here(session, r, items, windows)
                 return evaluated[k]
 
@@ -337,7 +360,7 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
                         check.disagreement = (f"recorded on weights {r.identity.weights}; this machine's "
                                               f"{model} is {session.weights}")
                     else:
-                        check = check_cell(r, scorer.many, band_for, here_class, seed, held, rep)
+                        check = check_cell(r, scorer.many, band_for, here_class, seed, held, rep, sample)
                         if evaluable(r) and check.replay.status != REPLAY_FAILED:
                             check.add_evaluation(ev.check_evaluation(
                                 r, measured_for(r), ev.lookup(table, recorded_class, here_class, model, r["removed"])))
