@@ -67,6 +67,7 @@ KINDS: dict[str, str] = {
     "tests/real/test_gguf_checkpoint.py": "integration",
     "tests/real/test_power_rule.py": "unit",
     "tests/cards/test_real_cards.py": "unit",
+    "tests/builders/test_debian.py": "unit",
     "tests/builders/test_python_docs.py": "unit",
     "tests/real/test_real_grid.py": "unit",
     "tests/real/test_real_model.py": "integration",

@@ -20,10 +20,10 @@ import argparse
 import hashlib
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
+from depthprune.builders.debian import package_version
 from depthprune.builders.python_docs import DATA, LICENSE, _write_manifest, frozen_split, read_manifest
 from depthprune.jsonio import write_jsonl
 
@@ -87,14 +87,6 @@ def _sentences(text: str) -> set[str]:
     return {" ".join(words[i : i + MIN_SHARED_WORDS]) for i in range(len(words) - MIN_SHARED_WORDS + 1)}
 
 
-def _package_version() -> str:
-    try:
-        return subprocess.run(["dpkg-query", "-W", "-f=${Version}", PACKAGE], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def build_pool(sources: Path = SOURCES) -> dict[str, Any]:
     pages = sorted(p for s in SECTIONS for p in (sources / s).glob("*.rst.txt") if p.name != "index.rst.txt")
     if not pages:
@@ -119,7 +111,7 @@ def build_pool(sources: Path = SOURCES) -> dict[str, Any]:
     manifest["calibration_pool"] = {
         "file": POOL.name,
         "source": f"the calibration split's {len(rows) - len(kept)} documents, then the pages of "
-                  f"{sources}/{{{','.join(SECTIONS)}}} (Debian {PACKAGE} {_package_version()}), converted from "
+                  f"{sources}/{{{','.join(SECTIONS)}}} (Debian {PACKAGE} {package_version(PACKAGE)}), converted from "
                   "reStructuredText by depthprune.builders.calibration_pool.rst_to_text",
         "license": LICENSE,
         "documents": len(rows),

@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from depthprune.builders import debian
+
 ROOT = Path("/usr/share/wordnet")
 APT_PACKAGE = "wordnet-base"
 POS_FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
@@ -29,8 +31,7 @@ _SS_TYPE = {"1": "n", "2": "v", "3": "a", "4": "r", "5": "a"}  # sense-key ss_ty
 _QUOTED = re.compile(r'"([^"]*)"')
 
 
-class SourceMissing(SystemExit):
-    """A source file of the build is not on this machine (names the apt package)."""
+SourceMissing = debian.SourceMissing  # a source file of the build is not on this machine (names the apt package)
 
 
 @dataclass

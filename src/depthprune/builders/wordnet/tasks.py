@@ -101,7 +101,6 @@ import argparse
 import hashlib
 import json
 import re
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -109,6 +108,7 @@ from typing import Any
 
 from depthprune import jsonio
 from depthprune.builders import model_free as bl
+from depthprune.builders.debian import package_version
 from depthprune.builders.python_docs import write_frozen_jsonl
 from depthprune.builders.wordnet import reader as wnr
 from depthprune.builders.wordnet.candidates import (
@@ -169,14 +169,8 @@ def _sha256(path: Path) -> str:
 
 
 def debian_version(package: str) -> str:
-    try:
-        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True,
-                             timeout=30)
-    except (OSError, subprocess.SubprocessError) as e:
-        raise wnr.SourceMissing(f"cannot ask dpkg for {package}'s version ({e}): the build runs on Debian") from e
-    if out.returncode != 0 or not out.stdout.strip():
-        raise wnr.SourceMissing(f"Debian package {package} is not installed (apt-get install {package})")
-    return out.stdout.strip()
+    """The installed version of Debian's ``package`` (:func:`depthprune.builders.debian.package_version`)."""
+    return package_version(package)
 
 
 def wordnet_license() -> str:
