@@ -67,9 +67,13 @@ def convert(model_id: str, gguf_path: Path, load_gguf) -> Path:  # noqa: ANN001
     model, tokenizer = load_gguf()
     if any(p.dtype != torch.float32 for p in model.parameters()):
         raise RuntimeError(f"{gguf_path}: the conversion must be float32, got {sorted({str(p.dtype) for p in model.parameters()})}")
+    if is_complete(target):  # another process (an xdist worker) finished it meanwhile
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    if target.exists():  # a conversion of another format, or one left without its marker: replaced
-        shutil.rmtree(target)
+    if target.exists():  # a conversion of another format, or one without its marker: moved aside, then removed
+        aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+        os.replace(target, aside / "old")
+        shutil.rmtree(aside, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         model.save_pretrained(tmp, safe_serialization=True)
