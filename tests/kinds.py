@@ -36,7 +36,7 @@ KINDS: dict[str, str] = {
     "tests/core/test_data.py": "unit",
     "tests/core/test_env_memory.py": "unit",
     "tests/core/test_evaluate.py": "unit",
-    "tests/core/test_gguf_checkpoint.py": "unit",
+    "tests/core/test_gguf_checkpoint.py": "integration",
     "tests/core/test_jsonio.py": "unit",
     "tests/core/test_lm_adapter.py": "integration",
     "tests/core/test_lm_eval_templates.py": "unit",
