@@ -152,7 +152,7 @@ from depthprune.task_files import loader_module, multiple_choice_task
 __all__ = ["CANDIDATES", "CANDIDATE_BUILDERS", "CAP", "CONCRETE", "COPYRIGHT", "FOLDS", "K", "MASS", "MIN_CORPUS",
            "MIN_SEMCOR", "MIN_SLOT", "ONE_WORD", "OUT", "SEEDS", "SIZES", "TASKS", "TRIPLES", "Cand", "add_arguments",
            "assemble", "build", "build_task", "candidate_distractors", "choose", "cloze_candidates",
-           "commonsense_record", "corpus_counts", "corpus_sentences", "debian_version", "definition_candidates",
+           "commonsense_record", "corpus_counts", "corpus_sentences", "definition_candidates",
            "familiar", "filter_readers", "fold_lms", "form_class", "hypernym_candidates", "ngram_corpus",
            "option_counts", "run", "shipped_files", "split_units", "wordnet_license"]
 
@@ -166,11 +166,6 @@ COPYRIGHT = Path("/usr/share/doc") / wnr.APT_PACKAGE / "copyright"
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def debian_version(package: str) -> str:
-    """The installed version of Debian's ``package`` (:func:`depthprune.builders.debian.package_version`)."""
-    return package_version(package)
 
 
 def wordnet_license() -> str:
@@ -227,7 +222,7 @@ def build(out: Path = OUT, tasks: Sequence[str] = TASKS, seeds: dict[str, int] |
     and positions; bootstrap: the baselines' intervals)."""
     seeds = SEEDS | (seeds or {})
     root = wnr.require()
-    version = debian_version(wnr.APT_PACKAGE)
+    version = package_version(wnr.APT_PACKAGE)
     license_text = wordnet_license()
     wn = wnr.read(root)
     counts = corpus_counts(wn)
