@@ -61,6 +61,8 @@ def convert(model_id: str, gguf_path: Path, load_gguf) -> Path:  # noqa: ANN001
     import torch
     import transformers
 
+    from depthprune.weights import file_sha256
+
     target = converted_dir(model_id, gguf_path)
     if is_complete(target):
         return target
@@ -79,7 +81,7 @@ def convert(model_id: str, gguf_path: Path, load_gguf) -> Path:  # noqa: ANN001
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
         (tmp / MARKER).write_text(json.dumps({
-            "format": FORMAT, "model": model_id, "gguf": str(gguf_path), "gguf_sha256": target.name.split("-")[0],
+            "format": FORMAT, "model": model_id, "gguf": str(gguf_path), "gguf_sha256": file_sha256(gguf_path),
             "transformers": transformers.__version__, "torch": torch.__version__, "dtype": "float32",
             "written_by": "depthprune.gguf_checkpoint.convert (the first load of the GGUF)"}, indent=1) + "\n")
         for path in tmp.rglob("*"):
