@@ -141,3 +141,14 @@ def test_the_ci_sample_checks_the_answer_only_and_still_catches_a_moved_loss(gre
     assert moved.status == FAILED and str(sorted(greedy["removed"])) in moved.disagreement
     turned = {frozenset(final.rival): -(final.gap + 1e-6)}
     assert check_cell(greedy, recorded_score(greedy, turned), band(final.gap / 2), HERE, sample=CI).status == FAILED
+
+
+def test_the_cli_offers_every_sample_rule():
+    """``depthprune verify --sample``'s choices are written out (the CLI starts without torch); they stay
+    remeasure.SAMPLES' names."""
+    from depthprune.cli import build_parser
+    from depthprune.verify.remeasure import SAMPLES
+
+    verify = build_parser()._subparsers._group_actions[0].choices["verify"]
+    [action] = [a for a in verify._actions if a.dest == "sample"]
+    assert sorted(action.choices) == sorted(SAMPLES) and action.default == "full"
