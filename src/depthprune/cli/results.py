@@ -94,6 +94,8 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[Result]) -> int:
     """``depthprune verify`` without --replay-only: replay, then re-score on this machine against bands."""
     import time
 
+    from tqdm.auto import tqdm
+
     from depthprune.env import environment, git_revision
     from depthprune.jsonio import write_json_atomic
     from depthprune.precision import cap_prefix
@@ -125,14 +127,33 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[Result]) -> int:
 
     start = time.perf_counter()
     population = run.select_cells(args.results, sorted({c.identity.grid for c in cells if c.identity.grid is not None}))
+    done: list[Any] = []
+
+    def report(complete: bool) -> dict[str, Any]:
+        return {"mode": "re-measure", "results": [str(r) for r in args.results], "complete": complete,
+                "cells_selected": len(cells), "seconds": round(time.perf_counter() - start, 3),
+                "model_seconds": run.model_seconds(done), "cells": [c.to_dict() for c in done]}
+
+    def on_check(check: Any) -> None:
+        """Each cell as it is decided: its lines on stdout, a progress line where stderr is no terminal (a log),
+        and --json rewritten, so an interrupted run keeps every cell it decided."""
+        done.append(check)
+        for line in run.remeasure_lines([check]):
+            tqdm.write(line, file=sys.stdout)
+        sys.stdout.flush()
+        if not sys.stderr.isatty():
+            print(f"verify: {len(done)}/{len(cells)} cells, {check.elapsed:.0f} s: {check.label} "
+                  f"{check.grid}/{check.cell}", file=sys.stderr, flush=True)
+        if args.json:
+            write_json_atomic(args.json, report(complete=False))
+
     checks, _ = remeasure.remeasure(cells, table, seed=args.seed, progress=sys.stderr.isatty(),
                                     measure_bands=measure, population=population,
                                     evaluate=not args.no_evaluation, dtype=args.dtype,
-                                    sample=remeasure.SAMPLES[args.sample])
+                                    sample=remeasure.SAMPLES[args.sample], on_check=on_check)
     seconds = time.perf_counter() - start
-    for line in run.remeasure_lines(checks):
-        print(line)
     print(run.remeasure_summary(checks))
+    print(run.model_seconds_line(checks))
     print(f"verified {len(checks)} cells in {seconds:.1f} s on {checks[0].here_class if checks else '?'}, "
           f"sample {args.sample} "
           + ("(sets and decisions re-scored; task items and perplexity windows not re-evaluated: --no-evaluation)"
@@ -141,8 +162,7 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[Result]) -> int:
     if args.measure_bands:
         print(f"wrote the bands of these models to {args.bands}")
     if args.json:
-        write_json_atomic(args.json, {"mode": "re-measure", "results": [str(r) for r in args.results],
-                                      "seconds": round(seconds, 3), "cells": [c.to_dict() for c in checks]})
+        write_json_atomic(args.json, report(complete=True))
         print(f"wrote {args.json}")
     return EXIT_FAILURE if any(c.status == remeasure.FAILED for c in checks) else 0
 

@@ -113,6 +113,7 @@ class CellCheck:
     forks: list[Fork] = field(default_factory=list)
     disagreement: str | None = None  # the first, where FAILED; the reason, where NOT VERIFIED
     evaluation: ev.EvalCheck | None = None  # the removed set's items and windows (None: not re-evaluated)
+    elapsed: float = 0.0  # seconds since the verification began, when this cell's check was done
 
     def add_evaluation(self, check: ev.EvalCheck) -> None:
         """Fold the evaluation's outcome into the cell's: a failure fails the cell; an evaluation that
@@ -135,7 +136,8 @@ class CellCheck:
                 "band": self.band.to_dict() if self.band else None, "sets_checked": self.sets_checked,
                 "largest_difference": self.largest_difference, "forks": [f.to_dict() for f in self.forks],
                 "disagreement": self.disagreement, "replay": self.replay.to_dict(),
-                "evaluation": self.evaluation.to_dict() if self.evaluation else None}
+                "evaluation": self.evaluation.to_dict() if self.evaluation else None,
+                "elapsed_seconds": round(self.elapsed, 3)}
 
 
 def _condition(result: Result) -> tuple[str, str, str]:
@@ -271,7 +273,8 @@ EvalRow = tuple[str, str, int, float, dict[str, float]]
 def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, progress: bool = True,
               measure_bands: Callable[[list[Difference], list[EvalRow]], dict[str, Any]]
               | None = None, population: Sequence[Result] | None = None, evaluate: bool = True,
-              dtype: str = "auto", sample: Sample = FULL) -> tuple[list[CellCheck], list[Difference]]:
+              dtype: str = "auto", sample: Sample = FULL,
+              on_check: Callable[[CellCheck], None] | None = None) -> tuple[list[CellCheck], list[Difference]]:
     """Every cell of ``results`` checked on this machine; also the measuring sets' differences (for bands).
 
     ``measure_bands``: given a model's set differences and evaluation measurements (pair, model, fold,
@@ -282,7 +285,11 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
     ``dtype``: the precision re-measured in (``auto``: what the machine runs; ``bfloat16`` on a CPU without AMX
     measures bf16 on its own kernels against another machine's). ``sample``: how much of each cell is
     re-measured (:data:`FULL`, or :data:`CI`'s smaller rule); bands are measured on the same sets either way.
+    ``on_check``: hears of each cell's check as soon as it is done (a long run shows, and keeps, what it has
+    decided so far: the CLI prints it and rewrites ``--json``).
     """
+    import time
+
     from tqdm.auto import tqdm
 
     from depthprune.env import environment
@@ -299,6 +306,7 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
     checks: list[CellCheck] = []
     differences: list[Difference] = []
     bar = tqdm(total=len(results), desc="verify", unit="cell", disable=not progress, leave=False)
+    start = time.perf_counter()
     for model, conditions in sorted(by_model.items()):
         session = Session.open(model, device="cpu", dtype=dtype)
         try:
@@ -369,8 +377,11 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
                         if evaluable(r) and check.replay.status != REPLAY_FAILED:
                             check.add_evaluation(ev.check_evaluation(
                                 r, measured_for(r), ev.lookup(table, recorded_class, here_class, model, r["removed"])))
+                    check.elapsed = time.perf_counter() - start
                     checks.append(check)
                     bar.update(1)
+                    if on_check is not None:
+                        on_check(check)
         finally:
             session.close()
     bar.close()

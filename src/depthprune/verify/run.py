@@ -132,6 +132,24 @@ def _evaluation_columns(evals: Sequence[Any]) -> list[Any]:
             max(e.largest_window_difference for e in evals)]
 
 
+def model_seconds(checks: Sequence[Any]) -> dict[str, float]:
+    """Seconds per model, in the order checked: from the previous model's last cell (or the start) to this
+    model's last, so a model's load, calibrations and evaluations count with it."""
+    out: dict[str, float] = {}
+    previous = 0.0
+    for c in checks:
+        out[c.model] = round(out.get(c.model, 0.0) + c.elapsed - previous, 3)
+        previous = c.elapsed
+    return out
+
+
+def model_seconds_line(checks: Sequence[Any]) -> str:
+    """The models' seconds as one line (:func:`model_seconds`)."""
+    per = model_seconds(checks)
+    return "seconds per model: " + (", ".join(f"{m} {s:.1f} s ({sum(c.model == m for c in checks)} cells)"
+                                              for m, s in per.items()) or "none")
+
+
 def remeasure_lines(checks: Sequence[Any]) -> list[str]:
     """A line per cell that is not plainly VERIFIED, and one per fork."""
     from depthprune.verify.remeasure import NOT_VERIFIED

@@ -1,0 +1,53 @@
+"""``depthprune verify`` re-measuring on a shipped tiny model, as a user runs it: each cell's lines and
+``--json`` as it is decided, so a long run that is stopped keeps every cell it decided, and the seconds per
+model. The outcome (verified or not) depends on this machine's kernels and is not what is tested here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from depthprune.cli import main
+from depthprune.verify import remeasure
+
+ARCHIVE = Path(__file__).resolve().parents[2] / "archive"
+CELLS = ["tiny-llama3-ppl-oneshot-M3", "tiny-llama3-ppl-oneshot-M5"]
+
+
+def _verify(tmp_path: Path) -> tuple[int, Path]:
+    report = tmp_path / "verify.json"
+    args = ["verify", "--results", str(ARCHIVE), "--grid", "tiny", *(a for c in CELLS for a in ("--cell", c)),
+            "--no-evaluation", "--json", str(report)]
+    return main(args), report
+
+
+def test_a_finished_run_writes_every_cell_with_its_time_and_the_seconds_per_model(tmp_path, capsys):
+    code, report = _verify(tmp_path)
+    assert code in (0, 1)
+    data = json.loads(report.read_text())
+    assert data["complete"] is True and data["cells_selected"] == 2
+    assert [c["cell"] for c in data["cells"]] == CELLS
+    elapsed = [c["elapsed_seconds"] for c in data["cells"]]
+    assert 0 < elapsed[0] <= elapsed[1] <= data["seconds"]
+    assert data["model_seconds"] == {"tiny-llama3": elapsed[1]}
+    out, err = capsys.readouterr()
+    assert "seconds per model: tiny-llama3" in out and "(2 cells)" in out
+    assert "verify: 1/2 cells" in err and "verify: 2/2 cells" in err  # a log's progress (stderr is no terminal)
+
+
+def test_a_stopped_run_keeps_the_cells_it_decided(tmp_path, monkeypatch, capsys):
+    checked = []
+    real_check = remeasure.check_cell
+
+    def stop_at_the_second(*args, **kwargs):
+        if checked:
+            raise KeyboardInterrupt
+        checked.append(args[0]["cell"])
+        return real_check(*args, **kwargs)
+
+    monkeypatch.setattr(remeasure, "check_cell", stop_at_the_second)
+    code, _ = _verify(tmp_path)
+    assert code == 130 and "depthprune verify: interrupted" in capsys.readouterr().err
+    data = json.loads((tmp_path / "verify.json").read_text())
+    assert data["complete"] is False and data["cells_selected"] == 2
+    assert [c["cell"] for c in data["cells"]] == CELLS[:1]
