@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from depthprune.cli import main
 from depthprune.verify import remeasure
 
@@ -29,7 +31,7 @@ def test_a_finished_run_writes_every_cell_with_its_time_and_the_seconds_per_mode
     assert [c["cell"] for c in data["cells"]] == CELLS
     elapsed = [c["elapsed_seconds"] for c in data["cells"]]
     assert 0 < elapsed[0] <= elapsed[1] <= data["seconds"]
-    assert data["model_seconds"] == {"tiny-llama3": elapsed[1]}
+    assert data["model_seconds"] == {"tiny-llama3": pytest.approx(elapsed[1], abs=1e-9)}
     out, err = capsys.readouterr()
     assert "seconds per model: tiny-llama3" in out and "(2 cells)" in out
     assert "verify: 1/2 cells" in err and "verify: 2/2 cells" in err  # a log's progress (stderr is no terminal)
@@ -51,3 +53,14 @@ def test_a_stopped_run_keeps_the_cells_it_decided(tmp_path, monkeypatch, capsys)
     data = json.loads((tmp_path / "verify.json").read_text())
     assert data["complete"] is False and data["cells_selected"] == 2
     assert [c["cell"] for c in data["cells"]] == CELLS[:1]
+
+
+def test_a_models_seconds_run_from_the_previous_models_last_cell_to_its_own_last():
+    from types import SimpleNamespace as Check
+
+    from depthprune.verify.run import model_seconds
+
+    checks = [Check(model="a", elapsed=10.0), Check(model="a", elapsed=25.0), Check(model="b", elapsed=40.0),
+              Check(model="b", elapsed=41.5)]
+    assert model_seconds(checks) == {"a": 25.0, "b": 16.5}
+    assert model_seconds([]) == {}

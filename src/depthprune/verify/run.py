@@ -138,9 +138,9 @@ def model_seconds(checks: Sequence[Any]) -> dict[str, float]:
     out: dict[str, float] = {}
     previous = 0.0
     for c in checks:
-        out[c.model] = round(out.get(c.model, 0.0) + c.elapsed - previous, 3)
+        out[c.model] = out.get(c.model, 0.0) + c.elapsed - previous
         previous = c.elapsed
-    return out
+    return {model: round(seconds, 3) for model, seconds in out.items()}
 
 
 def model_seconds_line(checks: Sequence[Any]) -> str:
