@@ -88,6 +88,7 @@ def test_a_window_past_its_band_fails_and_a_missing_band_is_not_verified(cell):
     measured.windows["c4"][first] += 1.5e-3 * recorded  # 1.5 times a relative band of 1e-3
     failed = ev.check_evaluation(cell, measured, band(relative=1e-3))
     assert failed.status == ev.FAILED and failed.disagreement.startswith("c4 window")
+    assert "1.50x it" in failed.disagreement
     # the band scales with the window's recorded NLL: twice as wide a relative band lets it through
     assert ev.check_evaluation(cell, measured, band(relative=2e-3)).status == ev.VERIFIED
     assert ev.check_evaluation(cell, measured, None).status == ev.NOT_VERIFIED

@@ -43,6 +43,7 @@ def test_a_loss_moved_past_the_band_fails_naming_the_set(greedy):
     removed = frozenset(greedy["removed"])
     check = check_cell(greedy, recorded_score(greedy, {removed: 1e-3}), band(3e-4), HERE)
     assert check.status == FAILED and str(sorted(removed)) in check.disagreement
+    assert "3.33x it" in check.disagreement  # how far past the band, for a reader weighing rounding's tail
 
 
 def test_a_decided_decision_that_turns_fails(greedy):

@@ -299,6 +299,6 @@ def check_evaluation(result: Result, measured: Measured, band: EvalBand | None) 
             elif diff > nats:
                 check.status = FAILED
                 check.disagreement = (f"{name} window {i}: recorded mean NLL {result['window_nll'][name][i]:.6g}, "
-                                      f"here {here:.6g}, |difference| {diff:.3g} > window band {nats:.3g} "
+                                      f"here {here:.6g}, |difference| {diff:.3g} > window band {nats:.3g}, {diff / nats:.2f}x it "
                                       f"({relative:.3g} of the recorded NLL, {band.measured_for})")
     return check

@@ -229,7 +229,8 @@ def check_cell(result: Result, score: Callable[[list[frozenset[int]]], list[floa
         if diff > band.nats and check.disagreement is None:
             check.status = FAILED
             check.disagreement = (f"set {sorted(s)}: recorded loss {recorded[s]:.6g}, here {here[s]:.6g}, "
-                                  f"|difference| {diff:.3g} > band {band.nats:.3g} nats ({band.measured_for})")
+                                  f"|difference| {diff:.3g} > band {band.nats:.3g} nats, {diff / band.nats:.2f}x it "
+                                  f"({band.measured_for})")
     for d in rep.decisions:
         if d.kind not in sample.decisions:
             continue
