@@ -5,10 +5,11 @@ becomes. Model-free: ``depthprune verify`` runs the same checks on outcomes eval
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 
 import pytest
-from scipy.stats import hypergeom
+from scipy.stats import beta, binom, chi2, hypergeom, norm
 
 from depthprune.verify import bands
 from depthprune.verify import evaluation as ev
@@ -97,22 +98,42 @@ def test_a_window_past_its_band_fails_and_a_missing_band_is_not_verified(cell):
 
 
 def test_bands_are_cross_fitted_and_measured_once_per_measurement(cell):
+    """Rule E3: a fold's item band is the Clopper-Pearson upper bound on its pooled disagreement rate, its window
+    band rule 4's over all its windows; a cell is checked against the other fold's."""
     mine = ev.fold(cell.identity.model, cell["removed"])
     model = cell.identity.model
-    rows = [(PAIR, model, mine, 0.5, {"c4": 1.0}), (PAIR, model, 1 - mine, 0.01, {"c4": 0.002}),
-            (PAIR, model, 1 - mine, 0.02, {"c4": 0.001})]
-    table = bands.measure([(PAIR, "ppl", model, 1, 3.0, 3.0003)], {"command": "test"}, None, rows)
+    rows = [(PAIR, model, mine, 50, 100, {"c4": [1.0]}), (PAIR, model, 1 - mine, 1, 100, {"c4": [0.002, 0.0]}),
+            (PAIR, model, 1 - mine, 2, 100, {"c4": [0.001]})]
+    checks = {(PAIR, model): {"evaluations": 40, "windows": {"c4": 900}}}
+    table = bands.measure([(PAIR, "ppl", model, 1, 3.0, 3.0003)], {"command": "test"}, None, rows, {}, checks)
     got = ev.lookup(table, "bf16/amx", "fp32/cpu-avx2", model, cell["removed"])
-    assert got.fold == 1 - mine and got.rate == pytest.approx(bands.FACTOR * 0.02)
-    assert got.windows["c4"] == pytest.approx(bands.FACTOR * 0.002) and got.flagged is None
+    assert got.fold == 1 - mine and got.rate == pytest.approx(beta.ppf(0.95, 3 + 1, 200 - 3)) and got.rule == "E3"
+    rms = math.sqrt((0.002 ** 2 + 0.001 ** 2) / 3)
+    s_up = rms * math.sqrt(3 / chi2.ppf(0.05, 3))
+    assert got.window_sigma["c4"] == pytest.approx(s_up) and got.flagged is None
+    assert got.windows["c4"] == pytest.approx(s_up * norm.ppf(1 - 0.05 / 1800))
+    assert got.allowed(263) == binom.ppf(1 - 0.05 / 40, 263, got.rate) > got.rate * 263
     other = ev.lookup(table, "bf16/amx", "fp32/cpu-avx512", "tiny-qwen3", [0])
-    assert other.flagged and other.rate == pytest.approx(bands.FACTOR * 0.5)
+    assert other.flagged and other.rate == pytest.approx(beta.ppf(0.95, 51, 50))
     assert ev.lookup(table, "bf16/amx", "bf16/avx512-bf16", cell.identity.model, cell["removed"]) is None
     again = bands.measure([(PAIR, "ppl", "tiny-qwen3", 1, 3.0, 3.0003)], {"command": "again"}, table, [])
     assert set(again["measurements"]) == {"m1", "m2"}
     assert {r["measured_by"] for r in again["bands"]} == {"m1", "m2"}
     next_model = bands.measure([(PAIR, "ppl", "tiny-llama3.1", 1, 3.0, 3.0003)], {"command": "again"}, again, [])
     assert set(next_model["measurements"]) == {"m1", "m2"}  # the same run's next model: kept once
+
+
+def test_an_e2_row_still_serves_and_says_so(cell):
+    row = {"pair": PAIR, "model": cell.identity.model, "fold": 1 - ev.fold(cell.identity.model, cell["removed"]),
+           "rate": 0.02, "windows": {"c4": 0.01}, "rule": "E2"}
+    got = ev.lookup({"evaluation": [row]}, "bf16/amx", "fp32/cpu-avx2", cell.identity.model, cell["removed"])
+    assert got.rule == "E2" and got.allowed(263) == 5 and got.items_z(9, 263) is None
+    assert got.measured_for.endswith("| rule E2")
+
+
+def test_item_disagreements_report_their_z_score(cell):
+    band = ev.EvalBand(PAIR, "m", 0, 0.01, {}, "test", rule="E3", evaluations=58)
+    assert band.items_z(12, 263) == pytest.approx((12 - 2.63) / math.sqrt(263 * 0.01 * 0.99))
 
 
 def test_the_evaluation_decides_the_cells_status(cell):

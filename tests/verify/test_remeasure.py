@@ -3,9 +3,12 @@ archived cell with a stand-in score function: the model-free half of ``depthprun
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy.stats import chi2, norm
 
 from depthprune.verify import bands
 from depthprune.verify.remeasure import FAILED, NOT_VERIFIED, VERIFIED, check_cell
@@ -65,26 +68,66 @@ def test_no_band_is_not_verified_and_a_replay_failure_fails(greedy):
     assert check.status == FAILED and check.disagreement.startswith("replay:")
 
 
+def _rule4(diffs: list[float], checks: int) -> float:
+    """Rule 4's band, computed here from its written form (docs/verify.md), not by the module."""
+    rms = math.sqrt(sum(d * d for d in diffs) / len(diffs))
+    return rms * math.sqrt(len(diffs) / chi2.ppf(0.05, len(diffs))) * norm.ppf(1 - 0.05 / (2 * checks))
+
+
 def test_bands_are_measured_and_an_unmeasured_pair_borrows_the_widest_flagged():
-    """Rule 3: a ppl band is relative to the recorded loss and pools every size; a margin band is in nats."""
+    """Rule 4: a ppl band is relative to the recorded loss and pools every size; a margin band is in nats; each
+    is the upper bound on the RMS difference times z for the checks it faces."""
     pair = "bf16/amx | fp32/cpu-avx2"
     diffs = [(pair, "ppl", "tiny-llama3", 1, 3.0, 3.0 + d) for d in (3e-4, -9e-4)]  # 1e-4 and 3e-4 relative
-    diffs += [(pair, "ppl", "tiny-llama3", 3, 8.0, 8.0016)]  # 2e-4 relative: not the largest, whatever its size
+    diffs += [(pair, "ppl", "tiny-llama3", 3, 8.0, 8.0016)]  # 2e-4 relative, whatever its size
     diffs += [(pair, "ppl", "tiny-qwen3", 1, 2.0, 2.002)]  # 1e-3 relative
     diffs += [(pair, "margin", "tiny-llama3", 2, 0.01, 0.03), (pair, "margin", "tiny-llama3", 0, -1.5, -1.51)]
-    table = bands.measure(diffs, {"command": "test"})
-    assert {r["kind"] for r in table["bands"]} == {"relative", "absolute"}
+    checks = {(pair, "ppl", "tiny-llama3"): 400, (pair, "margin", "tiny-llama3"): 30}
+    table = bands.measure(diffs, {"command": "test"}, checks=checks)
+    assert {r["kind"] for r in table["bands"]} == {"relative", "absolute"} and {r["rule"] for r in table["bands"]} == {4}
     exact = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3", 3.0)
-    assert exact.nats == pytest.approx(bands.FACTOR * 3e-4 * 3.0) and exact.flagged is None
+    rel = _rule4([1e-4, 3e-4, 2e-4], 400)
+    assert exact.nats == pytest.approx(rel * 3.0) and exact.flagged is None and exact.rule == 4
+    assert exact.z(exact.nats) == pytest.approx(norm.ppf(1 - 0.05 / 800))  # the band is z s_up
     deeper = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3", 8.4)  # grows with the loss
-    assert deeper.nats == pytest.approx(bands.FACTOR * 3e-4 * 8.4) and deeper.flagged is None
+    assert deeper.nats == pytest.approx(rel * 8.4) and deeper.flagged is None
     margin = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-llama3", 0.001)
-    assert margin.nats == pytest.approx(bands.FACTOR * 0.02)  # absolute: the same near 0 as far from it
+    assert margin.nats == pytest.approx(_rule4([0.02, 0.01], 30))  # absolute: the same near 0 as far from it
     assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-llama3", -7.0).nats == margin.nats
     other = bands.lookup(table, "bf16/amx", "fp32/cpu-avx512", "ppl", "smollm2-135m", 2.5)
-    assert other.nats == pytest.approx(bands.FACTOR * 1e-3 * 2.5) and "no band measured" in other.flagged
+    assert other.nats == pytest.approx(_rule4([1e-3], 1) * 2.5) and "no band measured" in other.flagged
     assert bands.lookup(table, "bf16/amx", "bf16/avx512-bf16", "ppl", "tiny-llama3", 3.0) is None
     assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-qwen3", 1.0).flagged
+
+
+def test_more_checks_widen_a_band():
+    pair = "a | b"
+    diffs = [(pair, "margin", "m", 1, 0.0, d) for d in (0.01, -0.02, 0.015)]
+    few, many = (bands.measure(diffs, {"command": "t"}, checks={(pair, "margin", "m"): k})["bands"][0]["band"]
+                 for k in (10, 10_000))
+    assert few < many
+
+
+@pytest.mark.parametrize("tail, at_most, at_least", [("normal", 0.05, 0.0), ("t3", 1.0, 0.5)])
+def test_rule_4_fails_normal_rounding_at_most_alpha_and_a_heavy_tail_often(tail, at_most, at_least):
+    """Where differences are normal, a band measured on 50 of them fails a 1,000-check verification in at most
+    ALPHA of draws (rule 4's promise); Student's t with 3 degrees of freedom fails most: the z-scores show it."""
+    rng = np.random.default_rng(0)
+    draw = (lambda n: rng.normal(0, 1, n)) if tail == "normal" else (lambda n: rng.standard_t(3, n))
+    pair, runs, failed = "a | b", 400, 0
+    for _ in range(runs):
+        table = bands.measure([(pair, "margin", "m", 1, 0.0, float(d)) for d in draw(50)], {"command": "t"},
+                              checks={(pair, "margin", "m"): 1000})
+        failed += bool((np.abs(draw(1000)) > table["bands"][0]["band"]).any())
+    assert at_least <= failed / runs <= at_most
+
+
+def test_a_rule_3_row_still_serves_and_says_so():
+    row = {"pair": "a | b", "objective": "ppl", "model": "m", "kind": "relative", "band": 0.01, "rule": 3,
+           "measured_by": "m1"}
+    band = bands.lookup({"bands": [row]}, "a", "b", "ppl", "m", 2.0)
+    assert band.nats == pytest.approx(0.02) and band.rule == 3 and band.sigma is None and band.z(1.0) is None
+    assert band.measured_for.endswith("| rule 3")
 
 
 def test_measuring_sets_are_never_checked(greedy):
@@ -113,14 +156,20 @@ def test_the_shipped_table_is_of_this_rule_and_says_how_it_was_measured():
 
     table = json.loads(bands.BANDS_FILE.read_text())
     assert table["rule"] == bands.RULE and table["evaluation_rule"] == bands.EVAL_RULE
+    assert all("rule" in r for r in table["bands"] + table["evaluation"])  # each row says its rule
     assert table == bands.load_table()  # a table of another rule would load empty
     rows = table["bands"] + table["evaluation"]
     assert rows and {r["measured_by"] for r in rows} == set(table["measurements"])
     for m in table["measurements"].values():
         assert m["command"].startswith("depthprune verify ") and "--measure-bands" in m["command"]
-        assert len(m["commit"].removesuffix("+dirty")) == 40 and m["machine"] and m["cells"] and m["rule"] == bands.RULE
+        assert len(m["commit"].removesuffix("+dirty")) == 40 and m["machine"] and m["cells"] and m["rule"] in bands.RULES
     for r in table["bands"]:
-        assert r["kind"] == bands.KIND[r["objective"]] and r["band"] == pytest.approx(r["factor"] * r["largest_difference"])
+        assert r["kind"] == bands.KIND[r["objective"]] and r["rule"] == table["measurements"][r["measured_by"]]["rule"]
+        if r["rule"] == 3:
+            assert r["band"] == pytest.approx(r["factor"] * r["largest_difference"])
+        else:
+            assert r["m"] == r["sets"] and r["band"] == pytest.approx(r["rms_upper"] * r["z"])
+            assert r["rms_upper"] == pytest.approx(r["rms"] * math.sqrt(r["m"] / chi2.ppf(0.05, r["m"])))
 
 
 def test_a_zero_ppl_loss_adds_no_relative_difference():

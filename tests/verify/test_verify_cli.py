@@ -64,3 +64,28 @@ def test_a_models_seconds_run_from_the_previous_models_last_cell_to_its_own_last
               Check(model="b", elapsed=41.5)]
     assert model_seconds(checks) == {"a": 25.0, "b": 16.5}
     assert model_seconds([]) == {}
+
+
+def test_measured_bands_face_the_archives_checks_whatever_the_selection(tmp_path):
+    """Rule 4 sizes a band for the sets the full sample checks over every cell of the selected grids, so one
+    cell or two measure the same band (docs/verify.md); the measuring sets are the population's too."""
+    rows = []
+    for cells in (CELLS[:1], CELLS):
+        table = tmp_path / f"bands-{len(cells)}.json"
+        args = ["verify", "--results", str(ARCHIVE), "--grid", "tiny", *(a for c in cells for a in ("--cell", c)),
+                "--no-evaluation", "--measure-bands", "--bands", str(table)]
+        assert main(args) in (0, 1)
+        rows.append(json.loads(table.read_text())["bands"])
+    one, two = rows
+    assert len(one) == 1 and one[0]["rule"] == 4 and one[0]["model"] == "tiny-llama3" and one[0]["objective"] == "ppl"
+    tiny_llama3_ppl = [r for r in remeasure_population() if r.identity.model == "tiny-llama3"
+                       and r.identity.objective == "ppl"]
+    assert one[0]["checks"] > 10 * len(tiny_llama3_ppl) // 2  # every cell of the condition, not one or two
+    keep = ("rms", "m", "checks", "z", "band")
+    assert [{k: r[k] for k in keep} for r in one] == [{k: r[k] for k in keep} for r in two]
+
+
+def remeasure_population() -> list:
+    from depthprune.verify.run import select_cells
+
+    return select_cells([ARCHIVE], ["tiny"])

@@ -103,7 +103,7 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[Result]) -> int:
 
     args.bands = args.bands or str(bands.BANDS_FILE)
     table = bands.load_table(args.bands)
-    measure: Callable[[Any, Any], Any] | None = None
+    measure: Callable[[Any, Any, Any], Any] | None = None
     if args.measure_bands:
         command = cap_prefix() + "depthprune verify " + " ".join(f"--results {d}" for d in args.results) + \
             "".join(f" --grid {g}" for g in args.grid or []) + "".join(f" --cell {c}" for c in args.cell or []) + \
@@ -117,9 +117,9 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[Result]) -> int:
                                  f"rule {evaluation.RULE}), recorded against evaluated here" if not args.no_evaluation
                                  else "")}
 
-        def write_bands(differences, evaluation):
+        def write_bands(differences, evaluation, checks):
             nonlocal table
-            table = bands.measure(differences, provenance, table, evaluation)
+            table = bands.measure(differences, provenance, table, evaluation, *checks)
             write_json_atomic(args.bands, table)
             return table
 

@@ -23,6 +23,21 @@ band per set size and failed where rounding grows with the loss: docs/verify.md)
   size, not the margin's): ``FACTOR`` times the largest ``|recorded - here|`` over the measuring sets, in
   nats, whatever the set (``kind = "absolute"``).
 
+Rule 4, written down on 2026-12-05 before it was built or run (rule 3's twice-a-maximum, over ~50 measuring
+sets, failed 9 of the real archive's 84 cells by values 1.05-1.6x past their bands: docs/verify.md), sizes
+a band for the number of checks it faces. Same measuring sets; per pair, objective and model:
+
+* ``s``, the root-mean-square of the measuring sets' differences (relative for ppl, nats for margin), and
+  its one-sided 95% upper bound ``s_up = s * sqrt(m / chi2.ppf(ALPHA, m))`` (``m`` differences);
+* the band is ``s_up * z``, ``z = norm.ppf(1 - ALPHA / (2 K))``, ``K`` the number of sets the full sample
+  checks for that pair, objective and model over every cell of the selected grids in the archive (fixed by
+  the archive, not by the cells selected): where differences are normal, rounding alone fails any of them
+  with probability <= ``ALPHA``;
+* each check reports its z-score, ``|difference| / s_up`` (:attr:`Band.sigma`), so that a tail heavier than
+  normal shows as such.
+
+Rows keep the rule they were measured by (``rule``); a rule 3 row still serves, said so in its name.
+
 The table (``bands.json`` beside this file) is written by ``depthprune verify --measure-bands``; each
 band names its measurement, and the table keeps each measurement's command, commit, machine and cells
 once (``measurements``). It also holds the evaluation bands (:mod:`depthprune.verify.evaluation`). Where a pair, objective
@@ -43,14 +58,19 @@ from depthprune.jsonio import read_json
 from depthprune.precision import bf16_class
 
 BANDS_FILE = Path(__file__).with_name("bands.json")
-#: a band is this many times the largest difference measured on its measuring sets (fixed beforehand)
+#: rule 3: a band was this many times the largest difference measured on its measuring sets
 FACTOR = 2.0
+#: rule 4: the chance that rounding alone fails one band's checks over the whole archive (fixed beforehand)
+ALPHA = 0.05
 #: measuring sets per condition and set size >= 2 (module docstring)
 HELD_OUT = 8
-#: the rule the table's bands were measured by (module docstring)
-RULE = 3
-#: the rule of the table's evaluation bands (:mod:`depthprune.verify.evaluation`)
-EVAL_RULE = "E2"
+#: the rule new bands are measured by (module docstring); a table may still hold rows of rule 3
+RULE = 4
+#: the rules a row may have been measured by and still serve
+RULES = (3, 4)
+#: the rule of new evaluation bands (:mod:`depthprune.verify.evaluation`), and those that still serve
+EVAL_RULE = "E3"
+EVAL_RULES = ("E2", "E3")
 #: how a band scales, per objective (module docstring): with the recorded loss, or not
 KIND = {"ppl": "relative", "margin": "absolute"}
 
@@ -86,10 +106,17 @@ class Band:
     nats: float
     measured_for: str  # "pair | objective | model" it was measured for
     flagged: str | None = None  # why a band measured for something else stands in
+    sigma: float | None = None  # rule 4: the upper bound on rounding's RMS difference at this loss (nats)
+    rule: int = RULE
+
+    def z(self, difference: float) -> float | None:
+        """A difference in units of :attr:`sigma` (rule 4), None for a rule 3 band."""
+        return abs(difference) / self.sigma if self.sigma else None
 
     def to_dict(self) -> dict[str, Any]:
         return {"pair": self.pair, "objective": self.objective, "model": self.model, "loss": self.loss,
-                "nats": self.nats, "measured_for": self.measured_for, "flagged": self.flagged}
+                "nats": self.nats, "measured_for": self.measured_for, "flagged": self.flagged,
+                "sigma": self.sigma, "rule": self.rule}
 
 
 def load_table(path: str | Path = BANDS_FILE) -> dict[str, Any]:
@@ -97,20 +124,28 @@ def load_table(path: str | Path = BANDS_FILE) -> dict[str, Any]:
     if not path.exists():
         return {"rule": RULE, "bands": []}
     table = read_json(path)
-    if table.get("rule") != RULE:  # a table of another rule is not this rule's measurement
+    if table.get("rule") not in RULES:  # a table of another rule is not this rule's measurement
         return {"rule": RULE, "bands": []}
-    if table.get("evaluation_rule") != EVAL_RULE:  # evaluation bands of another rule are not this rule's
-        table = {**table, "evaluation": []}
-    return table
+    # each row says its rule (a rule 3 table's rows did not: the table's); rows of a retired rule do not serve
+    bands = [{"rule": table["rule"], **r} for r in table.get("bands", [])]
+    evaluation = [{"rule": table.get("evaluation_rule"), **r} for r in table.get("evaluation", [])]
+    return {**table, "bands": [r for r in bands if r["rule"] in RULES],
+            "evaluation": [r for r in evaluation if r["rule"] in EVAL_RULES]}
 
 
 def _name(row: Mapping[str, Any]) -> str:
-    return f"{row['pair']} | {row['objective']} | {row['model']}"
+    return f"{row['pair']} | {row['objective']} | {row['model']}" + (" | rule 3" if row.get("rule") == 3 else "")
 
 
-def _nats(row: Mapping[str, Any], loss: float) -> float:
-    """The band of a set whose recorded loss is ``loss``, from its row (module docstring)."""
-    return row["band"] * abs(loss) if row["kind"] == "relative" else row["band"]
+def _nats(row: Mapping[str, Any], loss: float, key: str = "band") -> float:
+    """The band (or ``key``'s value) of a set whose recorded loss is ``loss``, from its row (module docstring)."""
+    return row[key] * abs(loss) if row["kind"] == "relative" else row[key]
+
+
+def _band(key: str, objective: str, model: str, loss: float, row: Mapping[str, Any],
+          flagged: str | None = None) -> Band:
+    sigma = _nats(row, loss, "rms_upper") if row.get("rms_upper") is not None else None
+    return Band(key, objective, model, loss, _nats(row, loss), _name(row), flagged, sigma, int(row.get("rule", RULE)))
 
 
 def lookup(table: Mapping[str, Any], recorded: str, here: str, objective: str, model: str,
@@ -121,33 +156,61 @@ def lookup(table: Mapping[str, Any], recorded: str, here: str, objective: str, m
     rows = [r for r in table.get("bands", []) if r["objective"] == objective]
     for row in rows:
         if row["pair"] == key and row["model"] == model:
-            return Band(key, objective, model, loss, _nats(row, loss), _name(row))
+            return _band(key, objective, model, loss, row)
     same = [r for r in rows if precision_pair(r["pair"]) == precision_pair(key)]
     if not same:
         return None
     widest = max(same, key=lambda r: r["band"])
-    return Band(key, objective, model, loss, _nats(widest, loss), _name(widest),
-                flagged=f"no band measured for {key}, {objective}, {model}: the widest measured for "
-                        f"{precision_pair(key)} ({_name(widest)}) stands in")
+    return _band(key, objective, model, loss, widest,
+                 flagged=f"no band measured for {key}, {objective}, {model}: the widest measured for "
+                         f"{precision_pair(key)} ({_name(widest)}) stands in")
 
 
 #: one measuring set's difference: pair, objective, model, set size, recorded loss, loss here
 Difference = tuple[str, str, str, int, float, float]
+#: one removed set's evaluation measured: pair, model, fold, items disagreeing, items compared,
+#: dataset -> every sampled window's ``|recorded - here| / recorded``
+EvalRow = tuple[str, str, int, int, int, dict[str, list[float]]]
+
+
+def rms_upper(rms: float, m: int, alpha: float = ALPHA) -> float:
+    """The one-sided ``1 - alpha`` upper bound on a root-mean-square measured over ``m`` differences."""
+    from scipy.stats import chi2
+
+    return rms * math.sqrt(m / chi2.ppf(alpha, m)) if m else math.inf
+
+
+def z_for(checks: int, alpha: float = ALPHA) -> float:
+    """How many ``s_up`` a two-sided band spans so that ``checks`` normal differences all lie inside it with
+    probability >= ``1 - alpha`` (Bonferroni)."""
+    from scipy.stats import norm
+
+    return float(norm.ppf(1 - alpha / (2 * max(1, checks))))
+
+
+def _spread(diffs: Sequence[float], checks: int) -> dict[str, Any]:
+    """Rule 4's statistics of ``diffs`` for a band facing ``checks`` checks (module docstring)."""
+    m = len(diffs)
+    rms = math.sqrt(sum(d * d for d in diffs) / m) if m else math.inf
+    up, z = rms_upper(rms, m), z_for(checks)
+    return {"rms": rms, "m": m, "rms_upper": up, "checks": checks, "z": z, "alpha": ALPHA, "band": up * z}
 
 
 def measure(differences: Iterable[Difference], provenance: Mapping[str, Any],
-            table: Mapping[str, Any] | None = None,
-            evaluation: Iterable[tuple[str, str, int, float, dict[str, float]]] = ()) -> dict[str, Any]:
-    """A new table: ``table`` with a band per (pair, objective, model) of ``differences`` replaced by
-    ``FACTOR`` times the largest relative (ppl) or absolute (margin) difference of its measuring sets, and
-    the evaluation bands of ``evaluation`` (:func:`depthprune.verify.bands.measure_rows`) replaced per
-    (pair, model, fold). Each row names its measurement; ``provenance`` is kept once under that name."""
+            table: Mapping[str, Any] | None = None, evaluation: Iterable[EvalRow] = (),
+            checks: Mapping[tuple[str, str, str], int] | None = None,
+            eval_checks: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """A new table: ``table`` with a band per (pair, objective, model) of ``differences`` replaced by rule 4's
+    (module docstring: ``checks[pair, objective, model]`` sets checked over the archive), and the evaluation
+    bands of ``evaluation`` (:func:`measure_rows`, ``eval_checks``) replaced per (pair, model, fold). Each row
+    names its measurement; ``provenance`` is kept once under that name."""
     old = table or {}
+    checks = checks or {}
     measurements = dict(old.get("measurements", {}))
     same = [k for k, v in measurements.items() if v == dict(provenance)]  # one run measures model by model
     name = same[0] if same else f"m{1 + max((int(k[1:]) for k in measurements if k[1:].isdigit()), default=0)}"
     measurements[name] = dict(provenance)
-    largest: dict[tuple[str, str, str], dict[str, Any]] = {}
+    seen: dict[tuple[str, str, str], dict[str, Any]] = {}
     for pair, objective, model, size, recorded, here in differences:
         if not (math.isfinite(recorded) and math.isfinite(here)):
             continue
@@ -155,19 +218,20 @@ def measure(differences: Iterable[Difference], provenance: Mapping[str, Any],
         if kind == "relative" and recorded == 0:  # no relative difference of a zero loss
             continue
         diff = abs(recorded - here) / abs(recorded) if kind == "relative" else abs(recorded - here)
-        row = largest.setdefault((pair, objective, model), {"largest": 0.0, "sets": 0, "sizes": {}, "at": None})
+        row = seen.setdefault((pair, objective, model), {"largest": 0.0, "diffs": [], "sizes": {}, "at": None})
         if diff >= row["largest"]:
             row["largest"], row["at"] = diff, {"size": size, "recorded": recorded, "here": here}
-        row["sets"] += 1
+        row["diffs"].append(diff)
         row["sizes"][str(size)] = row["sizes"].get(str(size), 0) + 1
-    rows = [r for r in old.get("bands", []) if (r["pair"], r["objective"], r["model"]) not in largest]
-    for (pair, objective, model), m in largest.items():
-        rows.append({"pair": pair, "objective": objective, "model": model, "kind": KIND[objective],
-                     "band": FACTOR * m["largest"], "largest_difference": m["largest"], "largest_at": m["at"],
-                     "sets": m["sets"], "sets_per_size": dict(sorted(m["sizes"].items(), key=lambda kv: int(kv[0]))),
-                     "factor": FACTOR, "measured_by": name})
+    rows = [r for r in old.get("bands", []) if (r["pair"], r["objective"], r["model"]) not in seen]
+    for (pair, objective, model), m in seen.items():
+        rows.append({"pair": pair, "objective": objective, "model": model, "kind": KIND[objective], "rule": RULE,
+                     **_spread(m["diffs"], checks.get((pair, objective, model), 1)),
+                     "largest_difference": m["largest"], "largest_at": m["at"], "sets": len(m["diffs"]),
+                     "sets_per_size": dict(sorted(m["sizes"].items(), key=lambda kv: int(kv[0]))),
+                     "measured_by": name})
     rows.sort(key=lambda r: (r["pair"], r["objective"], r["model"]))
-    new_eval = [{**row, "measured_by": name} for row in measure_rows(list(evaluation))]
+    new_eval = [{**row, "measured_by": name} for row in measure_rows(list(evaluation), eval_checks or {})]
     keys = {(r["pair"], r["model"], r["fold"]) for r in new_eval}
     eval_rows = [r for r in old.get("evaluation", []) if (r["pair"], r["model"], r["fold"]) not in keys] + new_eval
     eval_rows.sort(key=lambda r: (r["pair"], r["model"], r["fold"]))
@@ -175,26 +239,39 @@ def measure(differences: Iterable[Difference], provenance: Mapping[str, Any],
     return {"about": "depthprune.verify.bands: rounding bands of calibration losses per pair of numeric classes, "
                      "objective and model (ppl: relative to the recorded loss; margin: in nats), measured on sets "
                      "verification never checks; and evaluation bands (depthprune.verify.evaluation: item "
-                     "disagreement rate, window NLL relative to the recorded one) per pair, model and fold; written "
-                     "by depthprune verify --measure-bands, never by hand",
+                     "disagreements, window NLL relative to the recorded one) per pair, model and fold; each row "
+                     "says its rule; written by depthprune verify --measure-bands, never by hand",
             "rule": RULE, "evaluation_rule": EVAL_RULE, "bands": rows, "evaluation": eval_rows,
             "measurements": {k: v for k, v in sorted(measurements.items()) if k in used}}
 
 
-def measure_rows(rows: Sequence[tuple[str, str, int, float, dict[str, float]]]) -> list[dict[str, Any]]:
-    """Band rows from measurements (pair, model, fold, disagreement rate, dataset -> largest relative window
-    difference ``|recorded - here| / recorded``), one per (pair, model, fold): ``FACTOR`` times the largest of each."""
+def measure_rows(rows: Sequence[EvalRow], checks: Mapping[tuple[str, str], Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Evaluation band rows of rule E3 (:mod:`depthprune.verify.evaluation`), one per (pair, model, fold):
+    the fold's item disagreements' one-sided upper bound ``rate_upper`` (Clopper-Pearson, ``1 - ALPHA``) with
+    the number of evaluations the archive checks (``checks[pair, model]["evaluations"]``), and per dataset rule
+    4's spread of the fold's relative window differences (``checks[pair, model]["windows"][dataset]``)."""
+    from scipy.stats import beta
+
     out: dict[tuple[str, str, int], dict[str, Any]] = {}
-    for pair, model, f, rate, windows in rows:
-        row = out.setdefault((pair, model, f), {"pair": pair, "model": model, "fold": f, "largest_rate": 0.0,
-                                                "largest_window_relative_difference": {}, "sets": 0})
-        row["largest_rate"] = max(row["largest_rate"], rate)
+    for pair, model, f, flips, items, windows in rows:
+        row = out.setdefault((pair, model, f), {"pair": pair, "model": model, "fold": f, "rule": EVAL_RULE,
+                                                "flips": 0, "items": 0, "largest_rate": 0.0, "sets": 0,
+                                                "diffs": {}})
+        row["flips"] += flips
+        row["items"] += items
+        row["largest_rate"] = max(row["largest_rate"], flips / items if items else 0.0)
         row["sets"] += 1
-        for name, diff in windows.items():
-            largest = row["largest_window_relative_difference"]
-            largest[name] = max(largest.get(name, 0.0), diff)
-    for row in out.values():
-        row["rate"] = FACTOR * row["largest_rate"]
-        row["windows"] = {k: FACTOR * v for k, v in sorted(row["largest_window_relative_difference"].items())}
-        row["factor"] = FACTOR
+        for name, diffs in windows.items():
+            row["diffs"].setdefault(name, []).extend(diffs)
+    for (pair, model, _), row in out.items():
+        k, n = row["flips"], row["items"]
+        row["rate_upper"] = 1.0 if k >= n else float(beta.ppf(1 - ALPHA, k + 1, n - k))
+        row["rate"] = row["rate_upper"]
+        row["evaluations"] = int((checks.get((pair, model)) or {}).get("evaluations", 1))
+        per_window = (checks.get((pair, model)) or {}).get("windows", {})
+        diffs = dict(sorted(row.pop("diffs").items()))
+        row["window_spread"] = {name: {**_spread(d, int(per_window.get(name, 1))), "largest": max(d, default=0.0)}
+                                for name, d in diffs.items()}
+        row["windows"] = {name: v["band"] for name, v in row["window_spread"].items()}
+        row["alpha"] = ALPHA
     return sorted(out.values(), key=lambda r: (r["pair"], r["model"], r["fold"]))

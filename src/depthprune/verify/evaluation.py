@@ -28,6 +28,21 @@ a maximum over three sets):
   the *other* fold's bands: measured on evaluations it is no part of. Where the other fold has none, the
   widest measured for the same precision pair stands in, flagged; where there is none, the evaluation is
   NOT VERIFIED.
+
+Rule E3 (rule 4 of :mod:`depthprune.verify.bands`, written down on 2026-12-05 before it was built or run, after
+E2's twice-a-maximum over 4-5 sets per fold failed 7 of the real archive's 58 evaluations by one window or a few
+items): the same sample, folds and checks; bands sized for the checks they face.
+
+* **Items.** The fold's disagreements ``k`` of ``n`` compared items give a one-sided 95% upper bound on the
+  disagreement rate, ``rate_upper`` (Clopper-Pearson). A cell with ``n`` sampled items may have up to the
+  ``1 - ALPHA / C`` quantile of Binomial(``n``, ``rate_upper``) disagreements, ``C`` the evaluations the full
+  sample checks for the pair and model over the archive.
+* **Windows.** Per dataset, rule 4's band over the fold's relative window differences (all of them, not the
+  widest), ``K`` the windows the full sample checks for the pair and model over the archive.
+* Each check reports its z-scores: the disagreements' ``(k - n p) / sqrt(n p (1 - p))`` and the largest
+  window difference over its ``s_up``.
+
+Rows of rule E2 still serve, said so in their name.
 """
 
 from __future__ import annotations
@@ -41,7 +56,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from depthprune.result import Result
-from depthprune.verify.bands import EVAL_RULE, pair_key, precision_pair
+from depthprune.verify.bands import ALPHA, EVAL_RULE, pair_key, precision_pair
 
 #: a change to this share of a cell's items is caught with probability CATCH (the issue's 1% and 95%)
 CHANGE = 0.01
@@ -172,10 +187,27 @@ class EvalBand:
     pair: str
     model: str
     fold: int
-    rate: float
+    rate: float  # E2: the allowed share of disagreements; E3: the upper bound on rounding's disagreement rate
     windows: dict[str, float]
     measured_for: str
     flagged: str | None = None
+    rule: str = EVAL_RULE
+    evaluations: int = 1  # E3: the evaluations the archive checks against this band (C)
+    window_sigma: dict[str, float] = field(default_factory=dict)  # E3: relative s_up per dataset
+
+    def allowed(self, items: int) -> int:
+        """The disagreements ``items`` sampled items may have (module docstring)."""
+        if self.rule == "E2":
+            return math.floor(self.rate * items + 1e-9)
+        from scipy.stats import binom
+
+        return int(binom.ppf(1 - ALPHA / max(1, self.evaluations), items, self.rate)) if items else 0
+
+    def items_z(self, disagreements: int, items: int) -> float | None:
+        """Disagreements in standard deviations above rounding's upper rate (E3), None under E2."""
+        if self.rule == "E2" or not items or not 0 < self.rate < 1:
+            return None
+        return (disagreements - items * self.rate) / math.sqrt(items * self.rate * (1 - self.rate))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -192,6 +224,7 @@ class Comparison:
     examples: list[str]
     widest: dict[str, float]
     widest_relative: dict[str, float] = field(default_factory=dict)
+    relative: dict[str, list[float]] = field(default_factory=dict)  # every window's |recorded - here| / recorded
 
     @property
     def rate(self) -> float:
@@ -211,9 +244,10 @@ def compare(result: Result, measured: Measured) -> Comparison:
     del out.examples[5:]
     out.widest = {name: max((abs(result["window_nll"][name][i] - v) for i, v in got.items()), default=0.0)
                   for name, got in measured.windows.items()}
-    out.widest_relative = {name: max((abs(result["window_nll"][name][i] - v) / abs(result["window_nll"][name][i])
-                                      for i, v in got.items() if result["window_nll"][name][i]), default=0.0)
-                           for name, got in measured.windows.items()}
+    out.relative = {name: [abs(result["window_nll"][name][i] - v) / abs(result["window_nll"][name][i])
+                           for i, v in sorted(got.items()) if result["window_nll"][name][i]]
+                    for name, got in measured.windows.items()}
+    out.widest_relative = {name: max(diffs, default=0.0) for name, diffs in out.relative.items()}
     return out
 
 
@@ -223,8 +257,11 @@ def lookup(table: Mapping[str, Any], recorded: str, here: str, model: str, remov
     rows = table.get("evaluation", [])
 
     def band(row: Mapping[str, Any], flagged: str | None = None) -> EvalBand:
+        rule = str(row.get("rule", "E2"))
         return EvalBand(key, model, row["fold"], row["rate"], dict(row["windows"]),
-                        f"{row['pair']} | {row['model']} | fold {row['fold']}", flagged)
+                        f"{row['pair']} | {row['model']} | fold {row['fold']}" + (" | rule E2" if rule == "E2" else ""),
+                        flagged, rule, int(row.get("evaluations", 1)),
+                        {k: v["rms_upper"] for k, v in (row.get("window_spread") or {}).items()})
 
     for row in rows:
         if row["pair"] == key and row["model"] == model and row["fold"] == other:
@@ -253,6 +290,8 @@ class EvalCheck:
     detectable: float = 1.0  # the smallest share of changed items caught with probability CATCH
     windows: int = 0
     largest_window_difference: float = 0.0
+    items_z: float | None = None  # E3: disagreements in standard deviations above rounding's upper rate
+    largest_window_z: float | None = None  # E3: the largest window difference over its s_up
     disagreement: str | None = None
     examples: list[str] = field(default_factory=list)  # the first few disagreeing items
 
@@ -265,7 +304,7 @@ class EvalCheck:
                 "items": self.items, "population": self.population, "disagreements": self.disagreements,
                 "allowed": self.allowed, "agreement": self.agreement, "detectable_change": self.detectable,
                 "windows": self.windows, "largest_window_difference": self.largest_window_difference,
-                "disagreement": self.disagreement, "examples": self.examples}
+                "items_z": self.items_z, "largest_window_z": self.largest_window_z, "disagreement": self.disagreement, "examples": self.examples}
 
 
 def check_evaluation(result: Result, measured: Measured, band: EvalBand | None) -> EvalCheck:
@@ -277,21 +316,27 @@ def check_evaluation(result: Result, measured: Measured, band: EvalBand | None) 
         return check
     seen = compare(result, measured)
     check.items, check.disagreements, check.examples = seen.items, seen.disagreements, seen.examples
-    check.allowed = math.floor(band.rate * check.items + 1e-9)
+    check.allowed = band.allowed(check.items)
     check.detectable = detectable_change(check.population, check.items, check.allowed)
+    check.items_z = band.items_z(check.disagreements, check.items)
     if check.disagreements > check.allowed:
         check.status = FAILED
+        z = "" if check.items_z is None else f", z {check.items_z:.1f}"
         check.disagreement = (f"{check.disagreements} of {check.items} sampled items disagree with the recorded "
-                              f"outcomes, more than the {check.allowed} the item band allows (rate {band.rate:.3g}, "
-                              f"{band.measured_for}); first: {check.examples[0]}")
+                              f"outcomes, more than the {check.allowed} the item band allows (rate {band.rate:.3g}"
+                              f"{z}, {band.measured_for}); first: {check.examples[0]}")
     for name, got in sorted(measured.windows.items()):
         check.windows += len(got)
         check.largest_window_difference = max(check.largest_window_difference, seen.widest.get(name, 0.0))
         relative = band.windows.get(name)
+        sigma = band.window_sigma.get(name)
         for i, here in sorted(got.items()):
             diff = abs(result["window_nll"][name][i] - here)
+            if sigma and result["window_nll"][name][i]:
+                z = diff / (sigma * abs(result["window_nll"][name][i]))
+                check.largest_window_z = max(check.largest_window_z or 0.0, z)
             if check.disagreement is not None:
-                break
+                continue
             nats = None if relative is None else relative * abs(result["window_nll"][name][i])
             if nats is None:
                 check.status = NOT_VERIFIED
@@ -299,6 +344,7 @@ def check_evaluation(result: Result, measured: Measured, band: EvalBand | None) 
             elif diff > nats:
                 check.status = FAILED
                 check.disagreement = (f"{name} window {i}: recorded mean NLL {result['window_nll'][name][i]:.6g}, "
-                                      f"here {here:.6g}, |difference| {diff:.3g} > window band {nats:.3g}, {diff / nats:.2f}x it "
-                                      f"({relative:.3g} of the recorded NLL, {band.measured_for})")
+                                      f"here {here:.6g}, |difference| {diff:.3g} > window band {nats:.3g}, {diff / nats:.2f}x it"
+                                      + ("" if not sigma else f", z {diff / (sigma * abs(result['window_nll'][name][i])):.1f}")
+                                      + f" ({relative:.3g} of the recorded NLL, {band.measured_for})")
     return check

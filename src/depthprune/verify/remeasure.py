@@ -10,8 +10,8 @@ not scored again for another. Per cell (the sample rule, fixed before any run):
 * ``SAMPLE_SETS`` more sets of the trace, drawn with a generator seeded by the seed and the cell id,
   from those that are not the condition's measuring sets (:func:`depthprune.verify.remeasure.held_out`, :mod:`depthprune.verify.bands`).
 
-Every loss must lie within the band of the recorded one (rule 3 of :mod:`depthprune.verify.bands`: relative
-to the recorded loss for ppl, in nats for margin).
+Every loss must lie within the band of the recorded one (rule 4 of :mod:`depthprune.verify.bands`: relative
+to the recorded loss for ppl, in nats for margin; each set's z-score is kept, the cell's largest reported).
 A decision whose recorded gap is wider than the band (the wider of its two sets') must come out the same
 way here; one inside the band is a *numeric fork*: reported with both losses, never a failure. The
 measuring sets (dense, singles, the held-out sets) are scored only by ``--measure-bands``, which measures
@@ -22,7 +22,7 @@ The measuring sets are drawn from every cell of the condition in the results (``
 the selected ones only, so a cell's checked sample is the same whatever else is selected.
 
 Then the removed set's evaluation: a seeded sample of its task items and perplexity windows evaluated
-again and compared one by one (rule E2, :mod:`depthprune.verify.evaluation`), once per removed set of a
+again and compared one by one (rule E3, :mod:`depthprune.verify.evaluation`), once per removed set of a
 model whatever the number of cells that removed it.
 """
 
@@ -39,7 +39,7 @@ from typing import Any
 from depthprune.jsonio import canonical
 from depthprune.result import Result
 from depthprune.verify import evaluation as ev
-from depthprune.verify.bands import Band, Difference, lookup, numeric_class, pair_key
+from depthprune.verify.bands import Band, Difference, EvalRow, lookup, numeric_class, pair_key
 from depthprune.verify.replay import FAILED as REPLAY_FAILED
 from depthprune.verify.replay import Decision, Replay, recorded_loss, recorded_trace, replay
 
@@ -110,6 +110,7 @@ class CellCheck:
     band: Band | None = None
     sets_checked: int = 0
     largest_difference: float = 0.0
+    largest_z: float | None = None  # rule 4: the largest |difference| / s_up of the cell's sets
     forks: list[Fork] = field(default_factory=list)
     disagreement: str | None = None  # the first, where FAILED; the reason, where NOT VERIFIED
     evaluation: ev.EvalCheck | None = None  # the removed set's items and windows (None: not re-evaluated)
@@ -134,7 +135,7 @@ class CellCheck:
         return {"grid": self.grid, "cell": self.cell, "model": self.model, "objective": self.objective,
                 "status": self.label, "recorded": self.recorded_class, "here": self.here_class,
                 "band": self.band.to_dict() if self.band else None, "sets_checked": self.sets_checked,
-                "largest_difference": self.largest_difference, "forks": [f.to_dict() for f in self.forks],
+                "largest_difference": self.largest_difference, "largest_z": self.largest_z, "forks": [f.to_dict() for f in self.forks],
                 "disagreement": self.disagreement, "replay": self.replay.to_dict(),
                 "evaluation": self.evaluation.to_dict() if self.evaluation else None,
                 "elapsed_seconds": round(self.elapsed, 3)}
@@ -226,11 +227,14 @@ def check_cell(result: Result, score: Callable[[list[frozenset[int]]], list[floa
         band = _band(band_for, recorded[s])
         diff = abs(here[s] - recorded[s]) if math.isfinite(recorded[s]) else (0.0 if not math.isfinite(here[s]) else math.inf)
         check.largest_difference = max(check.largest_difference, diff)
+        z = band.z(diff)
+        if z is not None:
+            check.largest_z = max(check.largest_z or 0.0, z)
         if diff > band.nats and check.disagreement is None:
             check.status = FAILED
             check.disagreement = (f"set {sorted(s)}: recorded loss {recorded[s]:.6g}, here {here[s]:.6g}, "
-                                  f"|difference| {diff:.3g} > band {band.nats:.3g} nats, {diff / band.nats:.2f}x it "
-                                  f"({band.measured_for})")
+                                  f"|difference| {diff:.3g} > band {band.nats:.3g} nats, {diff / band.nats:.2f}x it"
+                                  + ("" if z is None else f", z {z:.1f}") + f" ({band.measured_for})")
     for d in rep.decisions:
         if d.kind not in sample.decisions:
             continue
@@ -268,18 +272,37 @@ def band_differences(results: Sequence[Result], measured: dict[frozenset[int], f
     return out
 
 
-EvalRow = tuple[str, str, int, float, dict[str, float]]
+#: how many checks each band faces over the archive (rule 4): sets per (pair, objective, model), and per
+#: (pair, model) the evaluations and each dataset's windows
+Checks = tuple[dict[tuple[str, str, str], int], dict[tuple[str, str], dict[str, Any]]]
+
+
+def count_checks(population: Sequence[Result], replays: Sequence[Replay], held: Collection[frozenset[int]],
+                 here_class: str, model_weights: str, seed: int, evaluate: bool, checks: Checks) -> None:
+    """Add one condition's full-sample checks (every cell of ``population``, whatever the selection) to
+    ``checks``: rule 4 sizes each band for them (:mod:`depthprune.verify.bands`)."""
+    sets, evaluations = checks
+    for r, rep in zip(population, replays):
+        pair = pair_key(numeric_class(r["environment"]), here_class)
+        key = (pair, r.identity.objective, r.identity.model)
+        sets[key] = sets.get(key, 0) + len(_sets_to_check(r, rep, seed, held, FULL))
+        if evaluate and r.get("evaluated") and (r.get("item_outcomes") or r.get("window_nll")) \
+                and r.identity.weights == model_weights:
+            row = evaluations.setdefault((pair, r.identity.model), {"evaluations": 0, "windows": {}})
+            row["evaluations"] += 1
+            for name, idx in ev.sample(r, seed, FULL.item_change, FULL.window_change)[1].items():
+                row["windows"][name] = row["windows"].get(name, 0) + len(idx)
 
 
 def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, progress: bool = True,
-              measure_bands: Callable[[list[Difference], list[EvalRow]], dict[str, Any]]
+              measure_bands: Callable[[list[Difference], list[EvalRow], Checks], dict[str, Any]]
               | None = None, population: Sequence[Result] | None = None, evaluate: bool = True,
               dtype: str = "auto", sample: Sample = FULL,
               on_check: Callable[[CellCheck], None] | None = None) -> tuple[list[CellCheck], list[Difference]]:
     """Every cell of ``results`` checked on this machine; also the measuring sets' differences (for bands).
 
-    ``measure_bands``: given a model's set differences and evaluation measurements (pair, model, fold,
-    item disagreement rate, dataset -> largest window difference), returns the table to check that
+    ``measure_bands``: given a model's set differences, evaluation measurements (:data:`EvalRow`) and the
+    checks each band faces over the population (:func:`count_checks`), returns the table to check that
     model's cells with (``--measure-bands``: its bands measured first, then its cells checked).
     ``population``: every cell the measuring sets are drawn from (default ``results``; the CLI passes
     all cells of the selected grids). ``evaluate``: also re-evaluate each removed set (rule E2).
@@ -314,12 +337,21 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
             here_class = numeric_class(environment(session.device, session.dtype))
             prepared = {}
             model_differences: list[Difference] = []
+            checks_faced: Checks = ({}, {})
+            # rule 4 counts the checks of every condition of the model in the population, selected or not
+            for key in sorted(k for k in everyone if k[0] == model and measure_bands is not None and k not in conditions):
+                pool = list(everyone[key].values())
+                pool_reps = [replay(r) for r in pool]
+                count_checks(pool, pool_reps, set(held_out(pool, pool_reps, seed)), here_class, session.weights, seed,
+                             evaluate, checks_faced)
             for key, cells in sorted(conditions.items()):
                 pool = list(everyone[key].values())
                 pool_replays = {(r.identity.grid, r["cell"]): replay(r) for r in pool}  # each cell replayed once
                 replays = [pool_replays[r.identity.grid, r["cell"]] for r in cells]
                 held = held_out(pool, list(pool_replays.values()), seed)
-                if measure_bands is not None:  # the measuring sets: dense, singles (the prior), held-out
+                if measure_bands is not None:
+                    count_checks(pool, list(pool_replays.values()), set(held), here_class, session.weights, seed,
+                                 evaluate, checks_faced)  # the measuring sets: dense, singles (the prior), held-out
                     calib = session.calibrate(key[1], **json.loads(key[2]))
                     scorer = calib.scorer.fork(known={frozenset([i]): p for i, p in enumerate(calib.prior)})
                     measured = {frozenset(): calib.dense_loss, **{frozenset([i]): p for i, p in enumerate(calib.prior)}}
@@ -356,9 +388,9 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
                         continue
                     seen.add((pair, str(sorted(r["removed"]))))
                     seen_here = ev.compare(r, measured_for(r))
-                    eval_rows.append((pair, model, ev.fold(model, r["removed"]), seen_here.rate,
-                                      seen_here.widest_relative))
-                table = measure_bands(model_differences, eval_rows)
+                    eval_rows.append((pair, model, ev.fold(model, r["removed"]), seen_here.disagreements,
+                                      seen_here.items, seen_here.relative))
+                table = measure_bands(model_differences, eval_rows, checks_faced)
             for key, cells in sorted(conditions.items()):
                 scorer, replays, held = prepared[key]
                 for r, rep in zip(cells, replays):
