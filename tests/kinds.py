@@ -91,6 +91,7 @@ KINDS: dict[str, str] = {
     "tests/verify/test_evaluation.py": "integration",
     "tests/verify/test_remeasure.py": "integration",
     "tests/verify/test_replay.py": "integration",
+    "tests/verify/test_second_opinion.py": "integration",
     "tests/verify/test_verify_cli.py": "integration",
     # tests/: documentation, README, guides and CI files
     "tests/docs/test_docs.py": "docs",

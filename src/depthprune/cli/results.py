@@ -150,7 +150,8 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[Result]) -> int:
     checks, _ = remeasure.remeasure(cells, table, seed=args.seed, progress=sys.stderr.isatty(),
                                     measure_bands=measure, population=population,
                                     evaluate=not args.no_evaluation, dtype=args.dtype,
-                                    sample=remeasure.SAMPLES[args.sample], on_check=on_check)
+                                    sample=remeasure.SAMPLES[args.sample], on_check=on_check,
+                                    second_opinion=not args.no_second_opinion)
     seconds = time.perf_counter() - start
     print(run.remeasure_summary(checks))
     print(run.model_seconds_line(checks))
@@ -250,6 +251,9 @@ def register(sub: Any) -> None:
                    help="how much of each cell is re-measured (default full: the removed set, every decision's sets, "
                         "4 more trace sets, items and windows catching a 1%% change; ci: the removed set and the final "
                         "decision's rival, windows catching a 20%% change, no item: what CI checks on every CPU)")
+    p.add_argument("--no-second-opinion", action="store_true",
+                   help="do not check a cell that fails in another precision again in its recorded one "
+                        "(the second opinion, docs/verify.md)")
     p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float32"],
                    help="precision to re-measure in (default auto: what this machine runs; bfloat16 on a CPU "
                         "without AMX measures its own bf16 kernels against the recorded ones)")

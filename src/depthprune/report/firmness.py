@@ -49,8 +49,9 @@ METHOD = [
     "choice against the closest full-budget rival, each step whose best the searcher takes (greedy's, beam's, "
     "fbs's, cbo's; not a chunk of an enumeration, GA's population or BO's design), and the prior's cut where the "
     "searcher read the prior. A decision is *inside a band* when the gap between its two losses is within the band "
-    "of `verify/bands.json`: twice the largest difference rounding made between two numeric classes on held-out "
-    "sets. Inside the band a decision *can* come out the other way on a machine of the other class; it need not "
+    "of `verify/bands.json` for the two numeric classes, measured on held-out sets: under rule 4, the upper bound "
+    "on rounding's root-mean-square difference times z for the number of checks the band faces over the archive; "
+    "rows measured under rule 3 (each row says which), twice the largest difference. Inside the band a decision *can* come out the other way on a machine of the other class; it need not "
     "(`docs/measurements.md` has the cross-precision runs). Only a band measured for the cell's own model and "
     "objective counts; a borrowed one is \"not measured\".",
     "",

@@ -75,6 +75,8 @@ SAMPLES = {s.name: s for s in (FULL, CI)}
 VERIFIED = "verified"
 FAILED = "failed"
 NOT_VERIFIED = "not verified"
+#: failed here in another precision, verified by the second opinion in the recorded one (:mod:`.second`)
+BY_PRECISION = "verified in its recorded precision"
 
 
 @dataclass
@@ -115,6 +117,7 @@ class CellCheck:
     disagreement: str | None = None  # the first, where FAILED; the reason, where NOT VERIFIED
     evaluation: ev.EvalCheck | None = None  # the removed set's items and windows (None: not re-evaluated)
     elapsed: float = 0.0  # seconds since the verification began, when this cell's check was done
+    second: CellCheck | None = None  # the second opinion in the recorded precision, where this check failed
 
     def add_evaluation(self, check: ev.EvalCheck) -> None:
         """Fold the evaluation's outcome into the cell's: a failure fails the cell; an evaluation that
@@ -127,6 +130,8 @@ class CellCheck:
 
     @property
     def label(self) -> str:
+        if self.status == BY_PRECISION:
+            return "VERIFIED IN ITS RECORDED PRECISION"
         if self.status == VERIFIED and self.forks:
             return f"VERIFIED WITH {len(self.forks)} NUMERIC FORK{'S' if len(self.forks) > 1 else ''}"
         return self.status.upper()
@@ -138,7 +143,8 @@ class CellCheck:
                 "largest_difference": self.largest_difference, "largest_z": self.largest_z, "forks": [f.to_dict() for f in self.forks],
                 "disagreement": self.disagreement, "replay": self.replay.to_dict(),
                 "evaluation": self.evaluation.to_dict() if self.evaluation else None,
-                "elapsed_seconds": round(self.elapsed, 3)}
+                "elapsed_seconds": round(self.elapsed, 3),
+                "second_opinion": self.second.to_dict() if self.second else None}
 
 
 def _condition(result: Result) -> tuple[str, str, str]:
@@ -272,6 +278,25 @@ def band_differences(results: Sequence[Result], measured: dict[frozenset[int], f
     return out
 
 
+def second_check(opinion: Any, result: Result, key: tuple[str, str, str], table: dict[str, Any], seed: int,
+                 held: Collection[frozenset[int]], sample: Sample, evaluate: bool) -> CellCheck:
+    """``result`` checked again, whole, in ``opinion``'s precision (:mod:`depthprune.verify.second`), against the
+    bands of its recorded class against that one."""
+    recorded_class, model = numeric_class(result["environment"]), result.identity.model
+    scorer = opinion.scorer(key)  # opens the second session: its class is known after it
+
+    def band_for(loss: float) -> Band | None:
+        return lookup(table, recorded_class, opinion.here_class, key[1], model, loss)
+
+    check = check_cell(result, scorer.many, band_for, opinion.here_class, seed, held, None, sample)
+    if evaluate and check.replay.status != REPLAY_FAILED:
+        items, windows = ev.sample(result, seed, sample.item_change, sample.window_change)
+        measured = ev.measure_here(opinion.session, result, items, windows)
+        check.add_evaluation(ev.check_evaluation(
+            result, measured, ev.lookup(table, recorded_class, opinion.here_class, model, result["removed"])))
+    return check
+
+
 #: how many checks each band faces over the archive (rule 4): sets per (pair, objective, model), and per
 #: (pair, model) the evaluations and each dataset's windows
 Checks = tuple[dict[tuple[str, str, str], int], dict[tuple[str, str], dict[str, Any]]]
@@ -298,7 +323,8 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
               measure_bands: Callable[[list[Difference], list[EvalRow], Checks], dict[str, Any]]
               | None = None, population: Sequence[Result] | None = None, evaluate: bool = True,
               dtype: str = "auto", sample: Sample = FULL,
-              on_check: Callable[[CellCheck], None] | None = None) -> tuple[list[CellCheck], list[Difference]]:
+              on_check: Callable[[CellCheck], None] | None = None,
+              second_opinion: bool = True) -> tuple[list[CellCheck], list[Difference]]:
     """Every cell of ``results`` checked on this machine; also the measuring sets' differences (for bands).
 
     ``measure_bands``: given a model's set differences, evaluation measurements (:data:`EvalRow`) and the
@@ -310,7 +336,8 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
     measures bf16 on its own kernels against another machine's). ``sample``: how much of each cell is
     re-measured (:data:`FULL`, or :data:`CI`'s smaller rule); bands are measured on the same sets either way.
     ``on_check``: hears of each cell's check as soon as it is done (a long run shows, and keeps, what it has
-    decided so far: the CLI prints it and rewrites ``--json``).
+    decided so far: the CLI prints it and rewrites ``--json``). ``second_opinion``: a cell that fails in
+    another precision than its recorded one is checked again in the recorded one (:mod:`.second`).
     """
     import time
 
@@ -320,6 +347,7 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
     from depthprune.objectives import make_objective
     from depthprune.recipe import Session
     from depthprune.scoring import Scorer
+    from depthprune.verify.second import SecondOpinion, precision
 
     by_model: dict[str, dict[tuple[str, str, str], list[Result]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
@@ -333,6 +361,7 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
     start = time.perf_counter()
     for model, conditions in sorted(by_model.items()):
         session = Session.open(model, device="cpu", dtype=dtype)
+        seconds: dict[str, SecondOpinion] = {}  # recorded precision -> the model opened in it, on first need
         try:
             here_class = numeric_class(environment(session.device, session.dtype))
             prepared = {}
@@ -410,12 +439,21 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
                         if evaluable(r) and check.replay.status != REPLAY_FAILED:
                             check.add_evaluation(ev.check_evaluation(
                                 r, measured_for(r), ev.lookup(table, recorded_class, here_class, model, r["removed"])))
+                    want = precision(r["environment"])
+                    if second_opinion and check.status == FAILED and check.replay.status != REPLAY_FAILED \
+                            and want is not None and want != precision({"dtype": session.dtype}):
+                        opinion = seconds.setdefault(want, SecondOpinion(model, want))
+                        check.second = second_check(opinion, r, key, table, seed, held, sample, evaluable(r))
+                        if check.second.status == VERIFIED:
+                            check.status = BY_PRECISION
                     check.elapsed = time.perf_counter() - start
                     checks.append(check)
                     bar.update(1)
                     if on_check is not None:
                         on_check(check)
         finally:
+            for opinion in seconds.values():
+                opinion.close()
             session.close()
     bar.close()
     return checks, differences

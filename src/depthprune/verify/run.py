@@ -102,8 +102,8 @@ def check_weights(results: Sequence[Result]) -> None:
 
 def remeasure_summary(checks: Sequence[Any]) -> str:
     """Counts per grid, model and objective, as a table."""
+    from depthprune.verify.remeasure import BY_PRECISION, NOT_VERIFIED, VERIFIED
     from depthprune.verify.remeasure import FAILED as CHECK_FAILED
-    from depthprune.verify.remeasure import NOT_VERIFIED, VERIFIED
 
     keys = sorted({(c.grid, c.model, c.objective) for c in checks})
     rows = []
@@ -111,11 +111,13 @@ def remeasure_summary(checks: Sequence[Any]) -> str:
         mine = [c for c in checks if (c.grid, c.model, c.objective) == key]
         rows.append([*key, sum(c.status == VERIFIED and not c.forks for c in mine),
                      sum(c.status == VERIFIED and bool(c.forks) for c in mine),
+                     sum(c.status == BY_PRECISION for c in mine),
                      sum(c.status == CHECK_FAILED for c in mine), sum(c.status == NOT_VERIFIED for c in mine),
                      max((c.largest_difference for c in mine), default=0.0),
                      " / ".join(sorted({f"{c.band.nats:.2g}" for c in mine if c.band}, key=float)) or None,
                      *_evaluation_columns([c.evaluation for c in mine if c.evaluation is not None])])
-    return markdown_table(rows, ["grid", "model", "objective", "verified", "with numeric forks", "failed",
+    return markdown_table(rows, ["grid", "model", "objective", "verified", "with numeric forks",
+                                   "in the recorded precision", "failed",
                                    "not verified", "largest |diff| (nats)", "bands at the budgets (nats)",
                                    "items agreeing (sampled)", "catches item changes of", "largest window |diff|"], numparse=True)
 
@@ -158,6 +160,10 @@ def remeasure_lines(checks: Sequence[Any]) -> list[str]:
     for c in checks:
         if c.disagreement:
             lines.append(f"{c.label}  {c.grid}/{c.cell}: {c.disagreement}")
+        if c.second is not None:
+            why = f": {c.second.disagreement}" if c.second.disagreement else ""
+            lines.append(f"SECOND OPINION  {c.grid}/{c.cell}: in {c.second.here_class} here, "
+                         f"{c.second.label}{why}")
         for f in c.forks:
             d = f.decision
             lines.append(f"NUMERIC FORK  {c.grid}/{c.cell}: {d.kind} decision after evaluation {d.position}: "

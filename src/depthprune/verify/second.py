@@ -1,0 +1,70 @@
+"""The second opinion: a cell that failed across precisions, checked again in its recorded precision here.
+
+A band pooled over measuring sets cannot say how far rounding moves *one* set: the whole real archive, checked
+in float32 against bf16 records, failed by sets that remove gemma3-270m's block 1, up to 15 of rounding's RMS
+differences past the pooled spread (rule 4, docs/verify.md), a tail no pooled band sizes. Such a failure asks
+the question verification exists for: did the code do something else, or do float32 and bf16 differ there?
+
+Written down on 2026-12-05 with this code, before it ran on an archive: where a cell FAILS on a machine whose precision is not
+the recorded one, and the machine can run the recorded precision, the model is opened a second time in that
+precision and the cell is checked again, whole (its sets and decisions re-scored, its sample re-evaluated),
+against the bands of the recorded class against that second class, by the same rules. Code that changed fails
+in both precisions; a difference of precision alone verifies in the recorded one. The cell is then **VERIFIED IN
+ITS RECORDED PRECISION**: reported with the first check's failure (how far the other precision moved it) and the
+second check. Where the second check fails too, or cannot be made (no band for the second pair), the cell stays
+FAILED. On a CPU without native bf16 the second opinion runs on ATen's emulated bf16 (slow: only failed cells
+ask for it); ``depthprune verify --no-second-opinion`` skips it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from depthprune.verify.bands import numeric_class
+
+#: torch dtype names as results record them -> ``Session.open``'s
+DTYPES = {"torch.bfloat16": "bfloat16", "torch.float32": "float32", "torch.float16": "float16"}
+
+
+def precision(environment: dict[str, Any]) -> str | None:
+    """The ``Session.open`` dtype of a result's or session's environment record."""
+    return DTYPES.get(str(environment.get("dtype", "")))
+
+
+class SecondOpinion:
+    """One model opened in another precision on first use, with a scorer per condition, for failed cells
+    (:func:`depthprune.verify.remeasure.second_check` checks a cell with it)."""
+
+    def __init__(self, model: str, dtype: str) -> None:
+        self.model, self.dtype = model, dtype
+        self._session: Any = None
+        self._scorers: dict[tuple[str, str, str], Any] = {}
+        self.here_class = ""
+
+    @property
+    def session(self) -> Any:
+        if self._session is None:
+            from depthprune.env import environment
+            from depthprune.recipe import Session
+
+            self._session = Session.open(self.model, device="cpu", dtype=self.dtype)
+            self.here_class = numeric_class(environment(self._session.device, self._session.dtype))
+        return self._session
+
+    def scorer(self, key: tuple[str, str, str]) -> Any:
+        """The condition's scorer in this precision: its dense pass only, as verify's first check has it."""
+        if key not in self._scorers:
+            from depthprune.objectives import make_objective
+            from depthprune.scoring import Scorer
+
+            s = self.session
+            objective = make_objective(key[1], s.profile, **json.loads(key[2]))
+            self._scorers[key] = Scorer(s.model, objective.prepare(s.tokenizer, s.profile, s.batch_size), objective)
+        return self._scorers[key]
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+        self._scorers.clear()

@@ -1,0 +1,56 @@
+"""The second opinion (depthprune.verify.second): a tiny cell that fails in float32 against its bf16 record is
+checked again in bf16 here. Which way it goes is set by the bands given (one row per precision pair, which
+every kernel class borrows, flagged), so the test holds on any CPU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from depthprune.verify.remeasure import BY_PRECISION, FAILED, remeasure
+from depthprune.verify.run import remeasure_lines, remeasure_summary, select_cells
+
+ARCHIVE = Path(__file__).resolve().parents[2] / "archive"
+CELL = "tiny-llama3-ppl-oneshot-M3"
+
+
+def table(across: float, same: float) -> dict:
+    """Relative ppl bands: ``across`` for bf16 against fp32, ``same`` for bf16 against bf16."""
+    def row(pair: str, band: float) -> dict:
+        return {"pair": pair, "objective": "ppl", "model": "tiny-llama3", "kind": "relative", "band": band,
+                "rule": 3, "measured_by": "test"}
+    return {"rule": 3, "bands": [row("bf16/amx | fp32/cpu-avx512", across), row("bf16/amx | bf16/amx", same)],
+            "evaluation": []}
+
+
+@pytest.fixture(scope="module")
+def cell() -> list:
+    return [r for r in select_cells([ARCHIVE], ["tiny"]) if r["cell"] == CELL]
+
+
+def check(cell: list, across: float, same: float, second_opinion: bool = True):
+    checks, _ = remeasure(cell, table(across, same), progress=False, evaluate=False, dtype="float32",
+                          second_opinion=second_opinion)
+    return checks[0]
+
+
+def test_a_difference_of_precision_alone_verifies_in_the_recorded_precision(cell):
+    got = check(cell, across=-1.0, same=1.0)  # no difference fits a negative band; any bf16 one fits 100%
+    assert got.status == BY_PRECISION and got.label == "VERIFIED IN ITS RECORDED PRECISION"
+    assert got.disagreement.startswith("set ")  # the first check's failure is kept
+    assert got.second.here_class.startswith("bf16/") and got.second.sets_checked == got.sets_checked
+    lines = remeasure_lines([got])
+    assert any(line.startswith("SECOND OPINION") and "VERIFIED" in line for line in lines)
+    assert "in the recorded precision" in remeasure_summary([got])
+    assert got.to_dict()["second_opinion"]["status"].startswith("VERIFIED")
+
+
+def test_a_cell_that_fails_in_both_precisions_stays_failed(cell):
+    got = check(cell, across=-1.0, same=-1.0)
+    assert got.status == FAILED and got.second is not None and got.second.status == FAILED
+
+
+def test_no_second_opinion_when_asked_not_to(cell):
+    got = check(cell, across=-1.0, same=1.0, second_opinion=False)
+    assert got.status == FAILED and got.second is None
