@@ -75,7 +75,7 @@ SAMPLES = {s.name: s for s in (FULL, CI)}
 VERIFIED = "verified"
 FAILED = "failed"
 NOT_VERIFIED = "not verified"
-#: failed here in another precision, verified by the second opinion in the recorded one (:mod:`.second`)
+#: failed here in another precision, verified by the second opinion in the recorded one (:mod:`depthprune.verify.second`)
 BY_PRECISION = "verified in its recorded precision"
 
 
@@ -327,7 +327,7 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
               second_opinion: bool = True) -> tuple[list[CellCheck], list[Difference]]:
     """Every cell of ``results`` checked on this machine; also the measuring sets' differences (for bands).
 
-    ``measure_bands``: given a model's set differences, evaluation measurements (:data:`EvalRow`) and the
+    ``measure_bands``: given a model's set differences, evaluation measurements (:data:`depthprune.verify.bands.EvalRow`) and the
     checks each band faces over the population (:func:`count_checks`), returns the table to check that
     model's cells with (``--measure-bands``: its bands measured first, then its cells checked).
     ``population``: every cell the measuring sets are drawn from (default ``results``; the CLI passes
@@ -337,7 +337,7 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
     re-measured (:data:`FULL`, or :data:`CI`'s smaller rule); bands are measured on the same sets either way.
     ``on_check``: hears of each cell's check as soon as it is done (a long run shows, and keeps, what it has
     decided so far: the CLI prints it and rewrites ``--json``). ``second_opinion``: a cell that fails in
-    another precision than its recorded one is checked again in the recorded one (:mod:`.second`).
+    another precision than its recorded one is checked again in the recorded one (:mod:`depthprune.verify.second`).
     """
     import time
 
