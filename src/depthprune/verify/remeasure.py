@@ -344,10 +344,8 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
     from tqdm.auto import tqdm
 
     from depthprune.env import environment
-    from depthprune.objectives import make_objective
     from depthprune.recipe import Session
-    from depthprune.scoring import Scorer
-    from depthprune.verify.second import SecondOpinion, precision
+    from depthprune.verify.second import SecondOpinion, dense_scorer, precision
 
     by_model: dict[str, dict[tuple[str, str, str], list[Result]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
@@ -368,7 +366,8 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
             model_differences: list[Difference] = []
             checks_faced: Checks = ({}, {})
             # rule 4 counts the checks of every condition of the model in the population, selected or not
-            for key in sorted(k for k in everyone if k[0] == model and measure_bands is not None and k not in conditions):
+            unselected = sorted(k for k in everyone if k[0] == model and k not in conditions)
+            for key in unselected if measure_bands is not None else []:
                 pool = list(everyone[key].values())
                 pool_reps = [replay(r) for r in pool]
                 count_checks(pool, pool_reps, set(held_out(pool, pool_reps, seed)), here_class, session.weights, seed,
@@ -378,9 +377,9 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
                 pool_replays = {(r.identity.grid, r["cell"]): replay(r) for r in pool}  # each cell replayed once
                 replays = [pool_replays[r.identity.grid, r["cell"]] for r in cells]
                 held = held_out(pool, list(pool_replays.values()), seed)
-                if measure_bands is not None:
+                if measure_bands is not None:  # the measuring sets: dense, singles (the prior), held-out
                     count_checks(pool, list(pool_replays.values()), set(held), here_class, session.weights, seed,
-                                 evaluate, checks_faced)  # the measuring sets: dense, singles (the prior), held-out
+                                 evaluate, checks_faced)
                     calib = session.calibrate(key[1], **json.loads(key[2]))
                     scorer = calib.scorer.fork(known={frozenset([i]): p for i, p in enumerate(calib.prior)})
                     measured = {frozenset(): calib.dense_loss, **{frozenset([i]): p for i, p in enumerate(calib.prior)}}
@@ -390,9 +389,7 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
                     if recorded_here:
                         model_differences += band_differences(recorded_here, measured, here_class)
                 else:  # the dense pass only: no prior, no measuring set is scored
-                    objective = make_objective(key[1], session.profile, **json.loads(key[2]))
-                    batches = objective.prepare(session.tokenizer, session.profile, session.batch_size)
-                    scorer = Scorer(session.model, batches, objective)
+                    scorer = dense_scorer(session, key)
                 prepared[key] = (scorer, replays, set(held))
             differences += model_differences
             evaluated: dict[tuple[str, str], ev.Measured] = {}

@@ -32,6 +32,16 @@ def precision(environment: dict[str, Any]) -> str | None:
     return DTYPES.get(str(environment.get("dtype", "")))
 
 
+def dense_scorer(session: Any, key: tuple[str, str, str]) -> Any:
+    """A scorer of the condition ``key`` (model, objective, its parameters as JSON) on ``session``'s model: its
+    dense pass only, no prior (verify scores no measuring set unless it measures bands)."""
+    from depthprune.objectives import make_objective
+    from depthprune.scoring import Scorer
+
+    objective = make_objective(key[1], session.profile, **json.loads(key[2]))
+    return Scorer(session.model, objective.prepare(session.tokenizer, session.profile, session.batch_size), objective)
+
+
 class SecondOpinion:
     """One model opened in another precision on first use, with a scorer per condition, for failed cells
     (:func:`depthprune.verify.remeasure.second_check` checks a cell with it)."""
@@ -53,14 +63,9 @@ class SecondOpinion:
         return self._session
 
     def scorer(self, key: tuple[str, str, str]) -> Any:
-        """The condition's scorer in this precision: its dense pass only, as verify's first check has it."""
+        """The condition's scorer in this precision, as verify's first check has it (:func:`dense_scorer`)."""
         if key not in self._scorers:
-            from depthprune.objectives import make_objective
-            from depthprune.scoring import Scorer
-
-            s = self.session
-            objective = make_objective(key[1], s.profile, **json.loads(key[2]))
-            self._scorers[key] = Scorer(s.model, objective.prepare(s.tokenizer, s.profile, s.batch_size), objective)
+            self._scorers[key] = dense_scorer(self.session, key)
         return self._scorers[key]
 
     def close(self) -> None:
