@@ -56,12 +56,17 @@ def pytest_collect_file(file_path, parent):
     return None
 
 
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
     """Mark every test with its kind (unit, integration, docs, grid, benchmark, property) from the one table,
-    tests/kinds.py: ``pytest -m unit`` is the inner loop. Markers select; none deselects by default."""
-    from tests.kinds import mark_kinds
+    tests/kinds.py: ``pytest -m unit`` is the inner loop. Markers select; none deselects by default. A wrapper:
+    the kinds are marked before any other hook reads them (pytest's ``-m``), and the tests are ordered by kind,
+    longest kinds first, after every other hook has selected and ordered them (bench/conftest.py's grid cells)."""
+    from tests.kinds import longest_kinds_first, mark_kinds
 
     mark_kinds(items, ROOT)
+    yield
+    longest_kinds_first(items)
 
 
 #: torch's thread count for every test of this process: what the configuration settled on before the first

@@ -20,6 +20,12 @@ from pathlib import Path
 
 KIND_MARKERS = ("unit", "integration", "docs", "grid", "benchmark", "property")
 
+#: the order tests are handed to xdist's workers in (:func:`longest_kinds_first`): the kinds whose tests take
+#: longest first, so that the many short unit tests fill the end and the two workers finish together. Collected
+#: as they are, bench/ comes last: a .ci/run capped to AVX2 at e31af26 ended with one worker running three grid
+#: cells (164 s) while the other had been idle for ~80 s (docs/measurements.md)
+RUN_ORDER = ("grid", "integration", "property", "benchmark", "docs", "unit")
+
 # path (from the repository root) -> kind
 KINDS: dict[str, str] = {
     # tests/: the repository as a whole (top level), then a folder per part of the package (core/: its top-level
@@ -192,3 +198,12 @@ def mark_kinds(items, root: Path) -> None:
         kind = kind_of(path, item.name)
         if kind is not None and not any(item.get_closest_marker(k) for k in KIND_MARKERS):
             item.add_marker(getattr(pytest.mark, kind))
+
+
+def longest_kinds_first(items) -> None:
+    """Order ``items`` by kind as :data:`RUN_ORDER` says, in place; stable, so the order within a kind is kept
+    (bench/conftest.py's longest grid groups first, then collection order). A test of no kind goes last."""
+    def rank(item) -> int:
+        return next((i for i, kind in enumerate(RUN_ORDER) if item.get_closest_marker(kind)), len(RUN_ORDER))
+
+    items.sort(key=rank)

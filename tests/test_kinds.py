@@ -46,7 +46,7 @@ def test_unlisted_names_the_file_and_the_table():
 
 def test_collection_marks_kinds_and_refuses_an_unlisted_file(pytester):
     """The root conftest's hooks, on a stand-in repository: a listed unit file's tests are unit unless one carries
-    its own kind; -m selects; a new file without a kind stops the run with the reason."""
+    its own kind; -m selects; the longest kinds run first; a new file without a kind stops the run with the reason."""
     pytester.makeconftest(f"""
 import importlib.util
 from pathlib import Path
@@ -68,6 +68,8 @@ pytest_collection_modifyitems = root.pytest_collection_modifyitems
     pytester.runpytest("-m", "unit").assert_outcomes(passed=1, deselected=1)
     pytester.runpytest("-m", "integration").assert_outcomes(passed=1, deselected=1)
     pytester.runpytest().assert_outcomes(passed=2)
+    # handed out longest kinds first (RUN_ORDER): the integration test before the unit test collected ahead of it
+    pytester.runpytest("-v").stdout.fnmatch_lines(["*::test_b PASSED*", "*::test_a PASSED*"])
     pytester.path.joinpath("tests", "test_new_kind.py").write_text("def test_c():\n    pass\n")
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.INTERRUPTED
