@@ -80,6 +80,7 @@ KINDS: dict[str, str] = {
     "tests/real/test_verify_sample.py": "integration",
     "tests/builders/test_wordnet_tasks.py": "unit",
     "tests/rehearsal/test_rehearsal.py": "integration",
+    "tests/rehearsal/test_ci_slice.py": "grid",
     "tests/report/test_baselines.py": "unit",
     "tests/report/test_claims.py": "unit",
     "tests/report/test_claims_cost.py": "unit",
