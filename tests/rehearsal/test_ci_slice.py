@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_ci_slice_of_the_paper_grid_rehearses_on_stand_ins(tmp_path):
     # the child is a plain pytest run, not a worker of this one: xdist's and pytest's own variables stay here
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTEST_XDIST"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["DEPTHPRUNE_THREADS"] = str(torch.get_num_threads())  # this worker's share of the cores
     cmd = [sys.executable, "-m", "depthprune.cli", "rehearsal", "run", "--out", str(tmp_path / "stand-ins"), "--",
            "--rehearsal-results", str(tmp_path / "results-rehearsal"), "-p", "no:cacheprovider", "-q"]
