@@ -25,12 +25,13 @@ def pytest_configure(config):
 
 
 def pytest_report_header(config):
-    """The kernels this run's numbers come from (a capped run says so: ONEDNN_MAX_CPU_ISA, ATEN_CPU_CAPABILITY)."""
-    from depthprune.precision import cpu_kernels
+    """The kernels this run's numbers come from (a capped run says so: depthprune.precision.CAP_VARIABLES)."""
+    from depthprune.precision import CAP_VARIABLES, cpu_kernels
 
     k = cpu_kernels()
+    caps = ", ".join(f"{v}={os.environ[v]}" for v in CAP_VARIABLES if os.environ.get(v)) or "no caps"
     return (f"depthprune kernels: ATen {k.capability}, bf16 matmul {k.bf16_matmul_kernel}, "
-            f"ONEDNN_MAX_CPU_ISA={k.onednn_max_cpu_isa}, ATEN_CPU_CAPABILITY={os.environ.get('ATEN_CPU_CAPABILITY')}")
+            f"float32 matmul MKL {k.fp32_matmul_isa}; {caps}")
 
 
 ROOT = Path(__file__).resolve().parent

@@ -15,8 +15,15 @@ That is asked, not assumed: CPUID (torch's ``_is_amx_tile_supported``) says whet
 processor has AMX tiles, but torch's capability checks ignore ``ONEDNN_MAX_CPU_ISA``, which
 can forbid AMX to oneDNN, the library that runs bf16 matmuls on a CPU. So :func:`cpu_kernels`
 runs one small bf16 matmul under oneDNN's verbose mode and reads the kernel it dispatched
-(e.g. ``brg_matmul:avx10_1_512_amx`` or ``brg_matmul:avx512_core_bf16``). Results record all
-three (:func:`kernel_record`), so a number can be traced to the kernels that made it.
+(e.g. ``brg_matmul:avx10_1_512_amx`` or ``brg_matmul:avx512_core_bf16``).
+
+float32 matrix products are a third library's: MKL's ``sgemm``, which dispatches by itself and obeys
+neither cap; only ``MKL_ENABLE_INSTRUCTIONS`` caps it. Capped at ``ONEDNN_MAX_CPU_ISA=AVX2
+ATEN_CPU_CAPABILITY=avx2`` alone, an AVX-512 CPU ran a hybrid no CPU is (ATen's AVX2 kernels, MKL's AVX-512
+products: a one-matmul probe gave the uncapped bytes, and ``MKL_ENABLE_INSTRUCTIONS=AVX2`` others). So
+:func:`cpu_kernels` also reads the ISA MKL announces under its verbose mode (``fp32_matmul_isa``), and
+emulating an AVX2-only CPU takes all three caps (:data:`CAP_VARIABLES`). Results record all of it
+(:func:`kernel_record`), so a number can be traced to the kernels that made it.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import tempfile
 import warnings
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from typing import Any
 
 import torch
 
@@ -52,6 +60,7 @@ class CpuKernels:
     onednn_max_cpu_isa: str | None  # the environment's cap on oneDNN's ISA, if set
     bf16_matmul_kernel: str  # the implementation oneDNN ran for a bf16 matmul ("unknown" if not seen)
     capability: str  # ATen's vectorisation level (torch.backends.cpu.get_cpu_capability)
+    fp32_matmul_isa: str = "unknown"  # the ISA MKL's float32 products run on ("avx2", "avx512"; module docstring)
 
     @property
     def bf16_on_amx(self) -> bool:
@@ -83,18 +92,16 @@ def bf16_class(kernel: str | None) -> str:
     return "unknown"
 
 
-def _probe_onednn_kernel() -> str:
-    """The oneDNN implementation of one 64x64 bf16 matmul, read from oneDNN's verbose output
-    (printed on file descriptor 1 by C code, so fd 1 is redirected for the one product)."""
-    if not torch.backends.mkldnn.is_available():
-        return "unknown (torch built without oneDNN)"
-    a = torch.ones(64, 64, dtype=torch.bfloat16)
-    fd, path = tempfile.mkstemp(prefix="depthprune-onednn-")
+def _verbose_output(backend: Any, dtype: torch.dtype) -> str:
+    """What ``backend``'s verbose mode prints for one 64x64 matmul in ``dtype`` (C code prints it on file
+    descriptor 1, so fd 1 is redirected for the one product)."""
+    a = torch.ones(64, 64, dtype=dtype)
+    fd, path = tempfile.mkstemp(prefix="depthprune-verbose-")
     sys.stdout.flush()
     saved = os.dup(1)
     try:
         os.dup2(fd, 1)
-        with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+        with backend.verbose(backend.VERBOSE_ON):
             a @ a
         sys.stdout.flush()
     finally:
@@ -103,11 +110,26 @@ def _probe_onednn_kernel() -> str:
         os.close(fd)
     try:
         with open(path) as fh:
-            text = fh.read()
+            return fh.read()
     finally:
         os.unlink(path)
-    found = re.search(r"primitive,exec,cpu,matmul,([^,]+),", text)
+
+
+def _probe_onednn_kernel() -> str:
+    """The oneDNN implementation of one 64x64 bf16 matmul, read from oneDNN's verbose output."""
+    if not torch.backends.mkldnn.is_available():
+        return "unknown (torch built without oneDNN)"
+    found = re.search(r"primitive,exec,cpu,matmul,([^,]+),", _verbose_output(torch.backends.mkldnn, torch.bfloat16))
     return found.group(1) if found else "none (oneDNN ran no bf16 matmul: ATen's own kernel did)"
+
+
+def _probe_mkl_isa() -> str:
+    """The ISA MKL runs float32 products on, from the banner its verbose mode prints once per process
+    ("... Intel(R) Advanced Vector Extensions 2 (Intel(R) AVX2) enabled processors ...")."""
+    if not torch.backends.mkl.is_available():
+        return "unknown (torch built without MKL)"
+    found = re.search(r"\(Intel\(R\) (AVX[-\w]*)\)", _verbose_output(torch.backends.mkl, torch.float32))
+    return found.group(1).lower().replace("-", "") if found else "unknown (MKL printed no banner)"
 
 
 @lru_cache(maxsize=1)
@@ -119,11 +141,14 @@ def cpu_kernels() -> CpuKernels:
         onednn_max_cpu_isa=os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA"),
         bf16_matmul_kernel=_probe_onednn_kernel(),
         capability=torch.backends.cpu.get_cpu_capability(),
+        fp32_matmul_isa=_probe_mkl_isa(),
     )
 
 
-#: Environment variables that cap the kernels a process may use (oneDNN's ISA, ATen's capability).
-CAP_VARIABLES = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY")
+#: Environment variables that cap the kernels a process may use (oneDNN's ISA, ATen's capability, MKL's
+#: ISA); an AVX2-only CPU is emulated by all three: ``ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2
+#: MKL_ENABLE_INSTRUCTIONS=AVX2`` (module docstring)
+CAP_VARIABLES = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
 
 
 def cap_prefix() -> str:

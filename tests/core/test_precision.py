@@ -36,7 +36,7 @@ J_BOUND = 1e-4
 
 def _kernels(**over) -> CpuKernels:
     base = dict(amx_tile=True, avx512_bf16=True, onednn_max_cpu_isa=None,
-                bf16_matmul_kernel="brg_matmul:avx10_1_512_amx", capability="AVX512")
+                bf16_matmul_kernel="brg_matmul:avx10_1_512_amx", capability="AVX512", fp32_matmul_isa="avx512")
     return CpuKernels(**{**base, **over})
 
 
@@ -98,10 +98,24 @@ def test_the_isa_caps_reach_the_tests():
     tox = configparser.ConfigParser(interpolation=None)
     tox.read(Path(__file__).resolve().parents[2] / "tox.ini")
     passed = tox["testenv"]["passenv"].split()
-    assert "ONEDNN_*" in passed and "ATEN_*" in passed
+    assert "ONEDNN_*" in passed and "ATEN_*" in passed and "MKL_ENABLE_INSTRUCTIONS" in passed
     cap = os.environ.get("ATEN_CPU_CAPABILITY")
     if cap and cap.lower() != "default":  # a capped run: torch's kernels are the capped ones
         assert torch.backends.cpu.get_cpu_capability().lower() == cap.lower()
+    mkl = os.environ.get("MKL_ENABLE_INSTRUCTIONS")
+    if mkl and torch.backends.mkl.is_available():  # and MKL's float32 products too (precision.py's docstring)
+        assert precision.cpu_kernels().fp32_matmul_isa in (mkl.lower().replace("_", ""), "avx2"), mkl
+
+
+def test_the_probe_reads_the_isa_mkl_really_runs():
+    """ONEDNN_MAX_CPU_ISA and ATEN_CPU_CAPABILITY leave MKL's float32 products alone; MKL_ENABLE_INSTRUCTIONS caps
+    them, and the probe sees it (AVX2 is the lowest class these CPUs come in, so the cap holds on each)."""
+    if not torch.backends.mkl.is_available():
+        pytest.skip("torch built without MKL: its float32 products are another library's")
+    probe = "from depthprune.precision import cpu_kernels; print(cpu_kernels().fp32_matmul_isa)"
+    env = {**os.environ, "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "avx2"
 
 
 @pytest.mark.parametrize("cap", [None, "AVX512_CORE_BF16", "AVX2"])
@@ -292,4 +306,5 @@ def test_a_recorded_command_carries_the_kernel_caps(monkeypatch):
     assert precision.cap_prefix() == ""
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
-    assert precision.cap_prefix() == "ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 "
+    monkeypatch.setenv("MKL_ENABLE_INSTRUCTIONS", "AVX2")
+    assert precision.cap_prefix() == "ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 "

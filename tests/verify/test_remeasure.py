@@ -146,6 +146,13 @@ def test_numeric_classes():
     amx = {"dtype": "torch.bfloat16", "kernels": {"bf16_matmul_kernel": "brg_matmul:avx10_1_512_amx"}}
     assert bands.numeric_class(amx) == "bf16/amx"
     assert bands.numeric_class({"dtype": "torch.float32", "kernels": {"capability": "AVX2"}}) == "fp32/cpu-avx2"
+    # MKL's products on the ISA ATen's kernels use: the class of a real CPU; on another (ATen capped alone), a
+    # class of its own, so no band measured on a real AVX2 CPU is taken for it, and none measured on it serves one
+    same = {"capability": "AVX2", "fp32_matmul_isa": "avx2"}
+    hybrid = {"capability": "AVX2", "fp32_matmul_isa": "avx512"}
+    assert bands.numeric_class({"dtype": "torch.float32", "kernels": same}) == "fp32/cpu-avx2"
+    assert bands.numeric_class({"dtype": "torch.float32", "kernels": hybrid}) == "fp32/cpu-avx2+mkl-avx512"
+    assert bands.numeric_class({"dtype": "torch.bfloat16", "kernels": {**hybrid, **amx["kernels"]}}) == "bf16/amx"
     assert bands.numeric_class({"dtype": "torch.bfloat16", "device": "cuda:0"}) == "bf16/cuda"
 
 

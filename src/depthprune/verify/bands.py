@@ -84,7 +84,13 @@ def numeric_class(environment: Mapping[str, Any]) -> str:
     kernels = environment.get("kernels") or {}
     if precision == "bf16":
         return f"bf16/{bf16_class(kernels.get('bf16_matmul_kernel'))}"
-    return f"{precision}/cpu-{str(kernels.get('capability') or 'unknown').lower()}"
+    capability = str(kernels.get("capability") or "unknown").lower()
+    # MKL runs the float32 products and dispatches by itself (depthprune.precision): where it ran another ISA
+    # than ATen's kernels (a run capped without MKL_ENABLE_INSTRUCTIONS), the class says so; older records lack it
+    mkl = str(kernels.get("fp32_matmul_isa") or "unknown")
+    if precision == "fp32" and not mkl.startswith("unknown") and mkl != capability:
+        return f"fp32/cpu-{capability}+mkl-{mkl}"
+    return f"{precision}/cpu-{capability}"
 
 
 def pair_key(a: str, b: str) -> str:
