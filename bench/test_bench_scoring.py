@@ -6,6 +6,8 @@ ratio (a count: deterministic, asserted <= 0.55) and the wall-time ratio (report
 never asserted). The test suite runs it once, on the first calibration batch only
 (``--benchmark-disable`` is in the default options); measure, on all four, with
 ``pytest bench/test_bench_scoring.py --benchmark-enable -s``.
+
+Also cbo's energy with and without the blocks' recomputation in its backward (a timing only: a test run skips it).
 """
 
 from __future__ import annotations
@@ -123,3 +125,30 @@ def test_greedy_cached_vs_naive(benchmark, model_id):
           f"{stats.layer_forwards}/{naive_forwards} = {layer_ratio:.3f}; wall time ratio {time_ratio:.3f}")
     assert result.removed == naive_removed
     assert layer_ratio <= 0.55
+
+
+@pytest.mark.parametrize("model_id", _subjects())
+def test_energy_without_vs_with_recomputed_blocks(benchmark, model_id):
+    """cbo's energy (depthprune.gates): its gradient passes without the blocks' recomputation, as a model that fits
+    runs them, against with it, as a model past gates.KEEP_SHARE runs them. Reported: the wall-time ratio (timings
+    interleaved in this process, the best of the same rounds each); asserted: the same (h, J), to the bit. A test
+    run skips it (tests/core/test_scoring.py holds the two equal); measure with ``--benchmark-enable -s``."""
+    if benchmark.disabled:
+        pytest.skip("a timing: run with --benchmark-enable (the equality is tests/core/test_scoring.py's)")
+    from depthprune.calibration import CalibrationData
+    from depthprune.gates import quadratic_energy
+
+    model, batches = _load(model_id)
+    data = CalibrationData.build(model, batches, make_objective("ppl", "tiny"))
+    h = [0.0] * model.config.num_hidden_layers
+    kept = benchmark.pedantic(lambda: quadratic_energy(data, h, limit=1 << 40), rounds=1, iterations=1)
+    seconds: dict[str, list[float]] = {"kept": [], "recomputed": []}
+    for _ in range(3):
+        for name, limit in (("kept", 1 << 40), ("recomputed", 0)):
+            start = time.perf_counter()
+            energy = quadratic_energy(data, h, limit=limit)
+            seconds[name].append(time.perf_counter() - start)
+            assert energy == kept
+    ratio = min(seconds["kept"]) / min(seconds["recomputed"])
+    benchmark.extra_info.update(wall_time_ratio=round(ratio, 4), **{f"{k}_seconds_min": min(v) for k, v in seconds.items()})
+    print(f"\n{model_id}: energy without recomputation / with it: {ratio:.3f} (best of 3 each, interleaved)")

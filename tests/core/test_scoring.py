@@ -201,6 +201,36 @@ def test_gate_gradients_recompute_blocks_in_backward_and_keep_their_value(arch):
     assert all("forward" not in vars(layer) for layer in data.decoder.layers), "blocks restored"
 
 
+def test_energy_recomputes_the_blocks_only_past_its_memory_limit(monkeypatch):
+    """cbo's energy runs its gradient passes without recomputation while a micro-batch keeps less than its limit,
+    and falls back to recomputing as soon as one keeps more: the same (h, J) either way, to the bit."""
+    from depthprune import gates
+    from depthprune.calibration import CalibrationData
+
+    model = random_model("llama", n_layers=4)
+    data = CalibrationData.build(model, _batches(t=32), PerplexityObjective())
+    h = [0.1, 0.2, 0.3, 0.4]
+    calls: list[tuple[bool, bool]] = []  # (recompute, raised) per gradient pass
+    original = gates.gate_gradient
+
+    def recorded(*args, **kwargs):
+        try:
+            grad = original(*args, **kwargs)
+        except gates.KeepsTooMuch:
+            calls.append((kwargs.get("recompute", True), True))
+            raise
+        calls.append((kwargs.get("recompute", True), False))
+        return grad
+
+    monkeypatch.setattr(gates, "gate_gradient", recorded)
+    roomy = gates.quadratic_energy(data, h, limit=1 << 40)
+    assert calls == [(False, False)] * 5
+    calls.clear()
+    short = gates.quadratic_energy(data, h, limit=4096)
+    assert calls == [(False, True)] + [(True, False)] * 5
+    assert roomy == short
+
+
 def test_output_head_keeps_no_logits_for_the_backward():
     """With gradients flowing, the head's chunks are recomputed in the backward: nothing of the
     vocabulary's width is kept; the log-probabilities and their gradient are unchanged."""
