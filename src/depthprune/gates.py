@@ -66,7 +66,8 @@ def keep_limit(device: torch.device) -> int:
 
 @contextmanager
 def _kept_at_most(limit: int | None) -> Iterator[None]:
-    """Count the bytes autograd keeps for the backward; raise :class:`KeepsTooMuch` past ``limit``."""
+    """Count the bytes autograd keeps for the backward; raise :class:`KeepsTooMuch` past ``limit``. An upper
+    bound: a tensor saved twice, or a weight saved for an input's gradient, counts each time."""
     if limit is None:
         yield
         return
