@@ -24,8 +24,8 @@ The recomputation runs the same kernels on the same inputs, so the gradients are
 needed only where memory is short: :func:`quadratic_energy` first runs the dense pass without it,
 counting the bytes autograd keeps, and falls back to it as soon as a micro-batch keeps more than
 :data:`KEEP_SHARE` of the device's memory. A tiny model's energy then skips the blocks' second
-forward (~18% of its time, measured on tiny-llama3 in bf16 on AMX); an 8B model's falls back within
-its first block.
+forward (~19% of its time, measured on tiny-llama3 in bf16 on AMX: bench/test_bench_scoring.py); an 8B
+model's (~76 GiB over its 32 blocks, ~2.4 GiB a block) falls back within its first few blocks.
 
 This module knows the model only through :class:`~depthprune.calibration.CalibrationData`;
 the scoring engine calls it and adds :func:`energy_passes` to its counters.
