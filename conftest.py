@@ -26,10 +26,10 @@ def pytest_configure(config):
 
 def pytest_report_header(config):
     """The kernels this run's numbers come from (a capped run says so: depthprune.precision.CAP_VARIABLES)."""
-    from depthprune.precision import CAP_VARIABLES, cpu_kernels
+    from depthprune.precision import cap_prefix, cpu_kernels
 
     k = cpu_kernels()
-    caps = ", ".join(f"{v}={os.environ[v]}" for v in CAP_VARIABLES if os.environ.get(v)) or "no caps"
+    caps = cap_prefix().strip() or "no caps"
     return (f"depthprune kernels: ATen {k.capability}, bf16 matmul {k.bf16_matmul_kernel}, "
             f"float32 matmul MKL {k.fp32_matmul_isa}; {caps}")
 

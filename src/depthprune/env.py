@@ -132,6 +132,19 @@ def environment(device: str = "cpu", dtype: str = "float32") -> dict[str, Any]:
     return info
 
 
+def device_memory(device: Any) -> int:
+    """The bytes a ``torch.device`` offers a budget: free memory on CUDA, physical memory on a CPU (8 GiB
+    where the OS does not say). The scorer's prefix cache and cbo's gradient passes each take a share."""
+    if device.type == "cuda":
+        import torch
+
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
 def release_free_memory() -> bool:
     """Hand the allocator's free pages back to the OS (glibc's ``malloc_trim(0)``, which also returns
     free pages inside the heap); False where there is no glibc. Under the CPU environments'

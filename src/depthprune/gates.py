@@ -33,7 +33,6 @@ the scoring engine calls it and adds :func:`energy_passes` to its counters.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -42,6 +41,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from depthprune.calibration import CalibrationData
+from depthprune.env import device_memory
 from depthprune.masking import hidden_of
 
 #: the share of the device's memory one micro-batch's gradient pass may keep for its backward before the
@@ -54,14 +54,8 @@ class KeepsTooMuch(RuntimeError):
 
 
 def keep_limit(device: torch.device) -> int:
-    """:data:`KEEP_SHARE` of the device's memory (free memory on CUDA, physical memory on a CPU), in bytes."""
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0] * KEEP_SHARE)
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        total = 8 << 30
-    return int(total * KEEP_SHARE)
+    """:data:`KEEP_SHARE` of the device's memory (:func:`depthprune.env.device_memory`), in bytes."""
+    return int(device_memory(device) * KEEP_SHARE)
 
 
 @contextmanager

@@ -26,7 +26,6 @@ had run alone is :mod:`depthprune.request_cost` (:func:`replay_cost`); both are 
 from __future__ import annotations
 
 import math
-import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -36,6 +35,7 @@ import torch
 from torch import nn
 
 from depthprune.calibration import CalibrationData
+from depthprune.env import device_memory
 from depthprune.gates import energy_passes, quadratic_energy
 from depthprune.masking import check_removed, hidden_of, keep_only, restore
 from depthprune.objectives.base import Batch, Objective
@@ -61,14 +61,7 @@ class ScorerStats:
 
 
 def _default_cache_bytes(device: torch.device) -> int:
-    if device.type == "cuda":
-        free, _total = torch.cuda.mem_get_info(device)
-        return int(free * 0.4)
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        total = 8 << 30
-    return int(total * 0.25)
+    return int(device_memory(device) * (0.4 if device.type == "cuda" else 0.25))
 
 
 def token_weights(batch: Batch) -> torch.Tensor:
