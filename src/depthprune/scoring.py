@@ -97,11 +97,22 @@ class Scorer:
         cache_bytes: int | None = None,
         keep_best: int = 4,
         verify: bool = True,
+        dense_pass: bool = True,
     ) -> None:
+        """``dense_pass=False``: no dense run at start-up (``dense_loss`` stays NaN) and no prefix
+        cache, so every set runs from the embeddings: cheaper where only a few sets are
+        scored, whose resumed blocks would save less than the dense pass costs (``depthprune verify``'s
+        small samples: :func:`depthprune.verify.second.check_scorer`). An objective that takes its
+        reference from the dense run (KL) needs it."""
+        if not dense_pass and objective.needs_reference:
+            raise ValueError(f"objective {objective.name!r} takes its reference from the dense pass: "
+                             "dense_pass=False is not possible for it")
         data = CalibrationData.build(model, batches, objective)
         max_bytes = cache_bytes if cache_bytes is not None else _default_cache_bytes(data.device)
-        self._setup(data, prefix_cache, StateCache(max_bytes, keep_best), memo={})
+        self._setup(data, prefix_cache and dense_pass, StateCache(max_bytes, keep_best), memo={})
         self._check_custom_masks()
+        if not dense_pass:
+            return
         self.dense_loss = self(frozenset())
         self.requests.clear()  # the dense run is every scorer's, not a request of the search
         if verify and prefix_cache and self.n_layers >= 2:
@@ -149,6 +160,8 @@ class Scorer:
         ``sink(set, loss, seconds)`` hears of every set this fork computes, as it is computed
         (the score store: :mod:`depthprune.score_store`).
         """
+        if frozenset() not in self.memo:
+            raise ValueError("a scorer without its dense pass (dense_pass=False) cannot be forked")
         twin = object.__new__(Scorer)
         memo = {frozenset(): self.dense_loss, **(known or {})}
         twin._setup(self.data, self.prefix_cache, StateCache(self.cache.max_bytes, self.cache.keep_best), memo)

@@ -143,6 +143,21 @@ def test_fork_shares_dense_states_not_counters():
     assert twin({4}) == Scorer(model, _batches(), PerplexityObjective(), prefix_cache=False)({4})
 
 
+def test_without_a_dense_pass_every_set_runs_from_the_embeddings_to_the_same_loss():
+    from depthprune.objectives.kl import KLObjective
+
+    model, batches = random_model("llama", n_layers=6), _batches()
+    full = Scorer(model, batches, PerplexityObjective())
+    bare = Scorer(model, batches, PerplexityObjective(), dense_pass=False)
+    assert bare.stats.evaluations == 0 and bare.stats.layer_forwards == 0 and math.isnan(bare.dense_loss)
+    assert bare({4}) == full({4}) and bare.stats.layer_forwards == 5 and bare.stats.resumed == 0
+    assert bare({0, 5}) == full({0, 5}) and bare.stats.layer_forwards == 5 + 4
+    with pytest.raises(ValueError, match="cannot be forked"):
+        bare.fork()
+    with pytest.raises(ValueError, match="reference from the dense pass"):
+        Scorer(model, batches, KLObjective(), dense_pass=False)
+
+
 def test_block_influence_finds_a_block_made_identity_and_is_counted_once():
     """A block whose attention and MLP outputs are zeroed passes its input through: its Block
     Influence is 0 and ``bi`` removes it first; the pass costs one dense forward, once."""

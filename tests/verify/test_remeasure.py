@@ -210,3 +210,13 @@ def test_the_cli_offers_every_sample_rule():
     verify = build_parser()._subparsers._group_actions[0].choices["verify"]
     [action] = [a for a in verify._actions if a.dest == "sample"]
     assert sorted(action.choices) == sorted(SAMPLES) and action.default == "full"
+
+
+def test_a_dense_pass_is_paid_for_only_where_resuming_from_it_saves_as_many_blocks():
+    from depthprune.verify.second import resuming_pays
+
+    # CI's gemma3-270m ppl sample: its two sets resume at blocks 7 and 6, 13 of 18 blocks saved: no dense pass
+    assert not resuming_pays([frozenset({7, 8, 9, 16}), frozenset({6, 7, 8, 9})], 18)
+    assert resuming_pays([frozenset({7, 8, 9, 16}), frozenset({6, 7, 8, 9}), frozenset({5, 9})], 18)
+    assert not resuming_pays([frozenset(), frozenset({17})], 18)  # the dense model saves nothing
+    assert resuming_pays([frozenset({9}), frozenset({9, 10})], 18)  # 18 saved: the tie goes to the dense pass

@@ -345,7 +345,7 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
 
     from depthprune.env import environment
     from depthprune.recipe import Session
-    from depthprune.verify.second import SecondOpinion, dense_scorer, precision
+    from depthprune.verify.second import SecondOpinion, check_scorer, precision
 
     by_model: dict[str, dict[tuple[str, str, str], list[Result]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
@@ -388,8 +388,10 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
                     recorded_here = [r for r in pool if r.identity.weights == session.weights]
                     if recorded_here:
                         model_differences += band_differences(recorded_here, measured, here_class)
-                else:  # the dense pass only: no prior, no measuring set is scored
-                    scorer = dense_scorer(session, key)
+                else:  # no prior, no measuring set: the sets its cells check, after a dense pass where it pays
+                    checked = {s for r, rep in zip(cells, replays) if r.identity.weights == session.weights
+                               for s in _sets_to_check(r, rep, seed, set(held), sample)}
+                    scorer = check_scorer(session, key, checked)
                 prepared[key] = (scorer, replays, set(held))
             differences += model_differences
             evaluated: dict[tuple[str, str], ev.Measured] = {}
