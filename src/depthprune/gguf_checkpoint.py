@@ -12,7 +12,9 @@ weights are the same bit for bit (``tests/real/test_gguf_checkpoint.py``). The r
 ``weights`` stays the GGUF's fingerprint: the conversion is a cache of the same weights.
 
 ``DEPTHPRUNE_GGUF_CACHE=off`` reads the GGUF directly every time. A half-written conversion is never
-used: it is written to a temporary directory beside its place and renamed when complete.
+used: it is written to a temporary directory beside its place and renamed when complete. Processes that
+open a model at once (two xdist workers) convert it once: the others wait on a lock file beside it
+(``<place>.lock``; ``fcntl.flock``, where the platform has it) and then read what the first one wrote.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ENV = "DEPTHPRUNE_GGUF_CACHE"
@@ -53,19 +57,45 @@ def is_complete(directory: Path) -> bool:
         return False
 
 
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Held by one process at a time (an advisory ``flock``; without ``fcntl``, e.g. on Windows, not held:
+    two processes then both convert, and the rename below keeps one)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def convert(model_id: str, gguf_path: Path, load_gguf) -> Path:  # noqa: ANN001
     """The conversion directory of ``gguf_path``, written first when missing.
 
     ``load_gguf() -> (model, tokenizer)`` reads the GGUF dequantised to float32 (the caller's loader,
     so the conversion is exactly what a direct load gives)."""
+    target = converted_dir(model_id, gguf_path)
+    if is_complete(target):
+        return target
+    with _exclusive(target.parent / f"{target.name}.lock"):
+        if is_complete(target):  # another process converted it while this one waited
+            return target
+        return _write(model_id, gguf_path, load_gguf, target)
+
+
+def _write(model_id: str, gguf_path: Path, load_gguf, target: Path) -> Path:  # noqa: ANN001
+    """Read the GGUF, write its conversion beside ``target`` and rename it into place."""
     import torch
     import transformers
 
     from depthprune.weights import file_sha256
 
-    target = converted_dir(model_id, gguf_path)
-    if is_complete(target):
-        return target
     model, tokenizer = load_gguf()
     if any(p.dtype != torch.float32 for p in model.parameters()):
         raise RuntimeError(f"{gguf_path}: the conversion must be float32, got {sorted({str(p.dtype) for p in model.parameters()})}")

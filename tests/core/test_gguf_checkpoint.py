@@ -1,9 +1,12 @@
 """depthprune.gguf_checkpoint's rules, with a tiny model standing in for a GGUF read: a conversion is
-read only once complete, an incomplete one is replaced, the key is the file's sha256, the switch."""
+read only once complete, an incomplete one is replaced, concurrent openers convert once, the key is the file's
+sha256, the switch."""
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 
@@ -49,6 +52,25 @@ def test_an_incomplete_conversion_is_replaced_never_read(gguf):
     gguf_checkpoint.convert("tiny-llama3", gguf, read)
     assert calls == [1] and gguf_checkpoint.is_complete(target)
     assert json.loads((target / "config.json").read_text())
+
+
+def test_openers_at_once_convert_once_and_read_the_same(gguf):
+    """Two xdist workers opening one model together: the second waits on the lock and reads the first's
+    conversion (each thread opens the lock file itself, so they exclude each other as two processes do)."""
+    read, calls = read_calls()
+
+    def slow_read():
+        time.sleep(0.5)  # both openers are past the first completeness check before either writes
+        return read()
+
+    got: list = []
+    threads = [threading.Thread(target=lambda: got.append(gguf_checkpoint.convert("tiny-llama3", gguf, slow_read)))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == [1] and len(got) == 2 and got[0] == got[1] and gguf_checkpoint.is_complete(got[0])
 
 
 def test_another_file_is_another_conversion(gguf):
