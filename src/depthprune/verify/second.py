@@ -33,16 +33,6 @@ def precision(environment: dict[str, Any]) -> str | None:
     return DTYPES.get(str(environment.get("dtype", "")))
 
 
-def dense_scorer(session: Any, key: tuple[str, str, str]) -> Any:
-    """A scorer of the condition ``key`` (model, objective, its parameters as JSON) on ``session``'s model: its
-    dense pass only, no prior (verify scores no measuring set unless it measures bands)."""
-    from depthprune.objectives import make_objective
-    from depthprune.scoring import Scorer
-
-    objective = make_objective(key[1], session.profile, **json.loads(key[2]))
-    return Scorer(session.model, objective.prepare(session.tokenizer, session.profile, session.batch_size), objective)
-
-
 def resuming_pays(sets: Collection[frozenset[int]], n_layers: int) -> bool:
     """Whether a dense pass pays for itself over ``sets``. With it, a set resumes from the dense states at its
     first removed block and saves the ``min(s)`` blocks before it; the dense pass costs ``n_layers`` blocks and
@@ -52,19 +42,19 @@ def resuming_pays(sets: Collection[frozenset[int]], n_layers: int) -> bool:
     return sum(min(s) for s in sets if s) >= n_layers
 
 
-def check_scorer(session: Any, key: tuple[str, str, str], sets: Collection[frozenset[int]]) -> Any:
-    """A scorer of the condition ``key`` for checking ``sets``: :func:`dense_scorer`'s where resuming from the
-    dense states pays (:func:`resuming_pays`), otherwise one without a dense pass, every set run from the
-    embeddings (``Scorer(dense_pass=False)``; KL, whose reference is the dense run, always has one)."""
-    from depthprune.decoder_layers import find_decoder_layers
+def check_scorer(session: Any, key: tuple[str, str, str], sets: Collection[frozenset[int]] | None = None) -> Any:
+    """A scorer of the condition ``key`` (model, objective, its parameters as JSON) on ``session``'s model, no
+    prior (verify scores no measuring set unless it measures bands). It makes the dense pass unless ``sets``, the
+    sets it will check, are too few for resuming from the dense states to pay (:func:`resuming_pays`); then every
+    set runs from the embeddings (``Scorer(dense_pass=False)``). ``sets=None`` (not known yet) and KL, whose
+    reference is the dense run, always have it."""
     from depthprune.objectives import make_objective
     from depthprune.scoring import Scorer
 
     objective = make_objective(key[1], session.profile, **json.loads(key[2]))
-    if objective.needs_reference or resuming_pays(sets, len(find_decoder_layers(session.model))):
-        return dense_scorer(session, key)
+    dense = sets is None or objective.needs_reference or resuming_pays(sets, session.n_layers)
     return Scorer(session.model, objective.prepare(session.tokenizer, session.profile, session.batch_size), objective,
-                  dense_pass=False)
+                  dense_pass=dense)
 
 
 class SecondOpinion:
@@ -88,9 +78,9 @@ class SecondOpinion:
         return self._session
 
     def scorer(self, key: tuple[str, str, str]) -> Any:
-        """The condition's scorer in this precision, with its dense pass (:func:`dense_scorer`): second opinions are few."""
+        """The condition's scorer in this precision, with its dense pass (:func:`check_scorer`): second opinions are few."""
         if key not in self._scorers:
-            self._scorers[key] = dense_scorer(self.session, key)
+            self._scorers[key] = check_scorer(self.session, key)
         return self._scorers[key]
 
     def close(self) -> None:
