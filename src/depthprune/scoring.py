@@ -28,11 +28,12 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
 from depthprune.calibration import CalibrationData
 from depthprune.env import device_memory
@@ -40,7 +41,7 @@ from depthprune.gates import energy_passes, quadratic_energy
 from depthprune.masking import check_removed, hidden_of, keep_only, restore
 from depthprune.objectives.base import Batch, Objective
 from depthprune.request_cost import BLOCK_INFLUENCE, ENERGY, ReplayedCost, Request, replay_cost
-from depthprune.state_cache import Key, StateCache, boundary_key
+from depthprune.state_cache import Key, StateCache, boundary_key, shared_boundaries
 
 __all__ = ["BLOCK_INFLUENCE", "ENERGY", "Key", "ReplayedCost", "Request", "Scorer", "ScorerStats", "StateCache",
            "boundary_key", "replay_cost", "token_weights"]
@@ -177,19 +178,26 @@ class Scorer:
         s = check_removed(removed, self.n_layers)
         self.requests.append(s)
         if s not in self.memo:
-            start = time.perf_counter()
-            loss, states = self._run(s, use_cache=self.prefix_cache, capture=self.prefix_cache)
-            self.set_seconds[s] = time.perf_counter() - start
-            self.stats.seconds += self.set_seconds[s]
-            self.stats.evaluations += 1
-            value = float(loss)
-            self.memo[s] = value
-            if self.sink is not None:
-                self.sink(s, value, self.set_seconds[s])
-            if self.prefix_cache:
-                self.cache.offer(s, value, states)
-                self.stats.peak_cache_bytes = self.cache.peak
+            self._compute(s)
         return self.memo[s]
+
+    def _compute(self, s: frozenset[int], handoff: Collection[Key] | None = None) -> dict[Key, list[torch.Tensor]]:
+        """Run ``s``, memoise and count it. With ``handoff``, capture only those boundary states (for later
+        sets of :meth:`many`) and offer none to the keep-best cache; else capture and offer every boundary."""
+        start = time.perf_counter()
+        loss, states = self._run(s, use_cache=self.prefix_cache, capture=self.prefix_cache and (handoff is None or bool(handoff)),
+                                 capture_only=handoff)
+        self.set_seconds[s] = time.perf_counter() - start
+        self.stats.seconds += self.set_seconds[s]
+        self.stats.evaluations += 1
+        value = float(loss)
+        self.memo[s] = value
+        if self.sink is not None:
+            self.sink(s, value, self.set_seconds[s])
+        if self.prefix_cache and handoff is None:
+            self.cache.offer(s, value, states)
+        self.stats.peak_cache_bytes = max(self.stats.peak_cache_bytes, self.cache.peak)
+        return states
 
     @property
     def computed_energy(self) -> tuple[list[float], list[list[float]]] | None:
@@ -198,6 +206,42 @@ class Scorer:
 
     def many(self, sets: Iterable[Iterable[int]]) -> list[float]:
         return [self(s) for s in sets]
+
+    def prefetch(self, sets: Iterable[Iterable[int]], progress: str | None = None) -> None:
+        """Score the sets not scored yet into the memo, fewest blocks first, for callers that know their sets
+        ahead (``depthprune verify``); what they then ask is answered from the memo.
+
+        The sets run in lexicographic order of their sorted blocks, as a walk of the tree their prefixes make:
+        each resumes from the deepest boundary state an earlier one passed
+        (:func:`depthprune.state_cache.shared_boundaries`), captured by the first set that passed it, so each
+        block of the tree runs once. Resuming is a forward on the same input: the losses are the
+        same bits as one call each (tests). No state is offered to the keep-best cache and no request is
+        logged, so a search's cost is not what this changes: searchers' ``score.many`` is one call each.
+        ``progress``: a progress bar's label, where one is wanted."""
+        order = sorted({check_removed(s, self.n_layers) for s in sets} - set(self.memo), key=sorted)
+        if not self.prefix_cache:
+            for s in tqdm(order, desc=progress, unit="set", disable=progress is None, leave=False):
+                self._compute(s)
+            return
+        capture: dict[int, set[Key]] = {}
+        last_use: dict[Key, int] = {}
+        for i, key in enumerate(shared_boundaries(order, self.n_layers)):
+            if key is None:
+                continue
+            first = next(j for j in range(i) if boundary_key(key[0], order[j]) == key)  # the first to pass it
+            capture.setdefault(first, set()).add(key)
+            last_use[key] = i
+        lent: list[Key] = []
+        try:
+            for i, s in enumerate(tqdm(order, desc=progress, unit="set", disable=progress is None, leave=False)):
+                states = self._compute(s, handoff=capture.get(i, set()))
+                lent += [k for k, v in states.items() if v and self.cache.lend(k, v)]
+                for k in [k for k in lent if last_use[k] <= i]:
+                    self.cache.take_back(k)
+                    lent.remove(k)
+        finally:
+            for k in lent:
+                self.cache.take_back(k)
 
     def energy(self) -> tuple[list[float], list[list[float]]]:
         """Quadratic model (h, J) of the loss over the removal vector; see :mod:`depthprune.gates`."""
@@ -276,8 +320,10 @@ class Scorer:
         capture: bool,
         batch_indices: Sequence[int] | None = None,
         hidden_sink: list[torch.Tensor] | None = None,
+        capture_only: Collection[Key] | None = None,
     ) -> tuple[torch.Tensor, dict[Key, list[torch.Tensor]]]:
-        """Loss of ``removed`` over the chosen micro-batches, resuming where possible."""
+        """Loss of ``removed`` over the chosen micro-batches, resuming where possible; with ``capture``, the
+        boundary states it passes (only ``capture_only``'s where given)."""
         L = self.n_layers
         b, entry = self.cache.deepest(removed, L) if use_cache else (0, None)
         kept = [k for k in range(b, L) if k not in removed]
@@ -297,6 +343,8 @@ class Scorer:
         if capture:
             for k in kept:
                 key = boundary_key(k + 1, removed)
+                if capture_only is not None and key not in capture_only:
+                    continue
                 captured[key] = []
                 hooks.append(layers[k].register_forward_hook(self._capture_hook(captured[key], len(indices))))
         stats: list[torch.Tensor] = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -24,6 +24,26 @@ Key = tuple[int, frozenset[int]]
 def boundary_key(b: int, removed: Iterable[int]) -> Key:
     """The cache key of the state entering block ``b`` under removal set ``removed``."""
     return b, frozenset(i for i in removed if i < b)
+
+
+def shared_boundaries(order: Sequence[frozenset[int]], n_layers: int) -> list[Key | None]:
+    """For each set of ``order``, the deepest boundary state that an earlier set of ``order`` passes and it can
+    resume from, where that is deeper than the dense state entering its first removed block (which the cache
+    keeps); else None.
+
+    Two sets agree on ``[0, b)``, ``b`` the smallest block in one but not the other, so ``t`` may start from
+    the output of its last kept block before the largest such ``b`` over the sets before it. Run in this order,
+    resuming so, the sets compute each block of their prefix tree once (:meth:`depthprune.scoring.Scorer.prefetch`)."""
+    out: list[Key | None] = []
+    for i, t in enumerate(order):
+        b = max((min(u ^ t) for u in order[:i] if u != t), default=0)
+        kept = [k for k in range(min(b, n_layers)) if k not in t]
+        out.append(boundary_key(kept[-1] + 1, t) if t and kept and kept[-1] + 1 > min(t) else None)
+    return out
+
+
+#: the owner of a state held for one run (:meth:`StateCache.lend`): no removal set, so no ranking drops it
+_LENT: frozenset[int] = frozenset({-1})
 
 
 @dataclass
@@ -87,6 +107,23 @@ class StateCache:
         while self.bytes > self.max_bytes and self.entries:
             self._drop(next(iter(self.entries)))
         self.peak = max(self.peak, self.bytes)
+
+    def lend(self, key: Key, states: list[torch.Tensor]) -> bool:
+        """Hold ``states`` under ``key`` for the next run only (:meth:`depthprune.scoring.Scorer.many`), outside
+        the keep-best ranking (LRU eviction may still drop it); False where ``key`` is held already."""
+        if key in self.entries:
+            return False
+        nbytes = sum(t.numel() * t.element_size() for t in states)
+        self.entries[key] = _Entry(states, _LENT, nbytes)
+        self.bytes += nbytes
+        self.peak = max(self.peak, self.bytes)
+        return True
+
+    def take_back(self, key: Key) -> None:
+        """Drop a state :meth:`lend` holds (not one a kept set owns under the same key)."""
+        entry = self.entries.get(key)
+        if entry is not None and entry.owner is _LENT:
+            self._drop(key)
 
     def clear(self) -> None:
         self.entries.clear()

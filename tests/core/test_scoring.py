@@ -320,3 +320,38 @@ def test_kl_keeps_no_distributions_for_the_backward():
     torch.testing.assert_close(grad, grad_plain)
     with torch.no_grad():
         assert torch.equal(objective.batch_stats(hidden, batch, head), stats.detach())
+
+
+def test_shared_boundaries_are_the_deepest_an_earlier_set_passes():
+    from depthprune.state_cache import shared_boundaries
+
+    order = [frozenset(s) for s in ([2, 5, 9], [2, 5, 11], [2, 6], [2, 6, 8], [2, 6, 9], [3], [4, 7])]
+    assert shared_boundaries(order, 12) == [
+        None,  # the first: from the dense state entering block 2
+        boundary_key(9, {2, 5}),  # agrees with [2, 5, 9] below 9: block 8's output
+        boundary_key(5, {2}),  # parts from both at block 5, which [2, 5, ...] skip: block 4's output
+        boundary_key(8, {2, 6}),  # [2, 6] passes block 8's input
+        boundary_key(9, {2, 6}),  # [2, 6] (not its neighbour [2, 6, 8]) passes block 9's input
+        None, None,  # nothing deeper than the dense state entering 3, 4
+    ]
+
+@pytest.mark.parametrize("arch", ["llama", "qwen3"])
+def test_prefetch_same_bits_as_one_call_each_fewer_blocks(arch):
+    model = random_model(arch, n_layers=10)
+    batches = _batches()
+    rng = random.Random(1)
+    sets = [frozenset(rng.sample(range(10), rng.randint(2, 5))) for _ in range(30)]
+    sets += [frozenset({1, 5, 7}), frozenset({1, 5, 8}), frozenset({1, 6}), frozenset({1, 6, 9})]  # shared prefixes
+    single = Scorer(model, batches, PerplexityObjective())
+    ahead = Scorer(model, batches, PerplexityObjective())
+    base_bytes = ahead.cache.bytes
+    ahead.prefetch(sets)
+    assert ahead.requests == [] and ahead.cache.bytes == base_bytes  # nothing logged, every lent state back
+    forwards = ahead.stats.layer_forwards
+    assert ahead.many(sets) == [single(s) for s in sets]  # exact: the same bits
+    assert ahead.stats.layer_forwards == forwards  # answered from the memo
+    assert ahead.requests == single.requests and ahead.stats.evaluations == single.stats.evaluations
+    assert forwards < single.stats.layer_forwards
+    # the walk runs each block of the sets' prefix tree once: the union of their paths from the dense states
+    tree = {(k, frozenset(i for i in s if i < k)) for s in set(sets) for k in range(min(s), 10) if k not in s}
+    assert forwards - 10 == len(tree)  # less the dense pass

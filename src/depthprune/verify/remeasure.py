@@ -383,16 +383,17 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
                     calib = session.calibrate(key[1], **json.loads(key[2]))
                     scorer = calib.scorer.fork(known={frozenset([i]): p for i, p in enumerate(calib.prior)})
                     measured = {frozenset(): calib.dense_loss, **{frozenset([i]): p for i, p in enumerate(calib.prior)}}
+                    scorer.prefetch(held, f"{model} {key[1]}: measuring sets" if progress else None)
                     measured.update(zip(held, scorer.many(held)))
                     # recorded losses of the measuring sets: from every cell of the condition they were drawn from
                     recorded_here = [r for r in pool if r.identity.weights == session.weights]
                     if recorded_here:
                         model_differences += band_differences(recorded_here, measured, here_class)
-                else:  # no prior, no measuring set: the sets its cells check, after a dense pass where it pays
-                    checked = {s for r, rep in zip(cells, replays) if r.identity.weights == session.weights
-                               for s in _sets_to_check(r, rep, seed, set(held), sample)}
+                checked = {s for r, rep in zip(cells, replays) if r.identity.weights == session.weights
+                           for s in _sets_to_check(r, rep, seed, set(held), sample)}
+                if measure_bands is None:  # no prior, no measuring set: a dense pass only where it pays
                     scorer = check_scorer(session, key, checked)
-                prepared[key] = (scorer, replays, set(held))
+                prepared[key] = (scorer, replays, set(held), checked)
             differences += model_differences
             evaluated: dict[tuple[str, str], ev.Measured] = {}
 
@@ -420,7 +421,8 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
                                       seen_here.items, seen_here.relative))
                 table = measure_bands(model_differences, eval_rows, checks_faced)
             for key, cells in sorted(conditions.items()):
-                scorer, replays, held = prepared[key]
+                scorer, replays, held, checked = prepared[key]
+                scorer.prefetch(checked, f"{model} {key[1]}: sets" if progress else None)  # in prefix order
                 for r, rep in zip(cells, replays):
                     recorded_class = numeric_class(r["environment"])
 
