@@ -152,3 +152,57 @@ def test_energy_without_vs_with_recomputed_blocks(benchmark, model_id):
     ratio = min(seconds["kept"]) / min(seconds["recomputed"])
     benchmark.extra_info.update(wall_time_ratio=round(ratio, 4), **{f"{k}_seconds_min": min(v) for k, v in seconds.items()})
     print(f"\n{model_id}: energy without recomputation / with it: {ratio:.3f} (best of 3 each, interleaved)")
+
+
+@pytest.mark.parametrize("objective", ["ppl", "margin"])
+def test_verify_sets_in_prefix_order_vs_one_call_each(benchmark, objective):
+    """The sets ``depthprune verify`` re-scores for one condition of the tiny archive (tiny-llama3), in prefix
+    order (``Scorer.prefetch``) against one call each in the cells' order, as verify scored them before. Both on
+    fresh scorers of one session, rounds interleaved. Reported: the layer-forward ratio (a count) and the
+    wall-time ratio (the best of 3 each); asserted: the same losses, to the bit. A test run skips it
+    (tests/core/test_scoring.py holds the two equal); measure with ``--benchmark-enable -s -n 0``."""
+    if benchmark.disabled:
+        pytest.skip("a timing: run with --benchmark-enable (the equality is tests/core/test_scoring.py's)")
+    from pathlib import Path
+
+    from depthprune.recipe import Session
+    from depthprune.verify.remeasure import FULL, _condition, _sets_to_check, held_out
+    from depthprune.verify.replay import replay
+    from depthprune.verify.run import select_cells
+    from depthprune.verify.second import check_scorer
+
+    archive = Path(__file__).resolve().parents[1] / "archive"
+    cells = [r for r in select_cells([archive], ["tiny"])
+             if r.identity.model == "tiny-llama3" and r.identity.objective == objective]
+    key = _condition(cells[0])
+    cells = [r for r in cells if _condition(r) == key]
+    replays = [replay(r) for r in cells]
+    held = set(held_out(cells, replays, 0))
+    requests = [s for r, rep in zip(cells, replays) for s in _sets_to_check(r, rep, 0, held, FULL)]
+    session = Session.open("tiny-llama3", device="cpu")
+
+    def one_each():
+        scorer = check_scorer(session, key)
+        dense, start = scorer.stats.layer_forwards, time.perf_counter()
+        losses = [scorer(s) for s in requests]
+        return losses, time.perf_counter() - start, scorer.stats.layer_forwards - dense
+
+    def prefix_order():
+        scorer = check_scorer(session, key)
+        dense, start = scorer.stats.layer_forwards, time.perf_counter()
+        scorer.prefetch(requests)
+        losses = scorer.many(requests)
+        return losses, time.perf_counter() - start, scorer.stats.layer_forwards - dense
+
+    benchmark.pedantic(prefix_order, rounds=1, iterations=1)
+    runs: dict[str, list] = {"one": [], "prefix": []}
+    for _ in range(3):
+        runs["one"].append(one_each())
+        runs["prefix"].append(prefix_order())
+    assert all(r[0] == runs["one"][0][0] for rs in runs.values() for r in rs), "prefix order changed a loss"
+    blocks = runs["prefix"][0][2] / runs["one"][0][2]
+    ratio = min(r[1] for r in runs["prefix"]) / min(r[1] for r in runs["one"])
+    benchmark.extra_info.update(sets=len(set(requests)), requests=len(requests), layer_forward_ratio=round(blocks, 4),
+                                wall_time_ratio=round(ratio, 4), dtype=str(session.dtype))
+    print(f"\ntiny-llama3 {objective}: verify's {len(set(requests))} sets in prefix order / one call each: "
+          f"layer-forwards {blocks:.3f}, wall time {ratio:.3f} (best of 3 each, interleaved; {session.dtype})")
