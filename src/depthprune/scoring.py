@@ -183,7 +183,7 @@ class Scorer:
 
     def _compute(self, s: frozenset[int], handoff: Collection[Key] | None = None) -> dict[Key, list[torch.Tensor]]:
         """Run ``s``, memoise and count it. With ``handoff``, capture only those boundary states (for later
-        sets of :meth:`many`) and offer none to the keep-best cache; else capture and offer every boundary."""
+        sets of :meth:`prefetch`) and offer none to the keep-best cache; else capture and offer every boundary."""
         start = time.perf_counter()
         loss, states = self._run(s, use_cache=self.prefix_cache, capture=self.prefix_cache and (handoff is None or bool(handoff)),
                                  capture_only=handoff)
@@ -208,14 +208,15 @@ class Scorer:
         return [self(s) for s in sets]
 
     def prefetch(self, sets: Iterable[Iterable[int]], progress: str | None = None) -> None:
-        """Score the sets not scored yet into the memo, fewest blocks first, for callers that know their sets
-        ahead (``depthprune verify``); what they then ask is answered from the memo.
+        """Score the sets not scored yet into the memo, sharing the blocks their prefixes share, for callers
+        that know their sets ahead (``depthprune verify``); what they then ask is answered from the memo.
 
         The sets run in lexicographic order of their sorted blocks, as a walk of the tree their prefixes make:
         each resumes from the deepest boundary state an earlier one passed
         (:func:`depthprune.state_cache.shared_boundaries`), captured by the first set that passed it, so each
-        block of the tree runs once. Resuming is a forward on the same input: the losses are the
-        same bits as one call each (tests). No state is offered to the keep-best cache and no request is
+        block of the tree runs once (where the cache's byte budget holds the states handed on; else a set
+        resumes from a shallower one). Resuming is a forward on the same input: the losses are the same bits
+        as one call each (tests). No state is offered to the keep-best cache and no request is
         logged, so a search's cost is not what this changes: searchers' ``score.many`` is one call each.
         ``progress``: a progress bar's label, where one is wanted."""
         order = sorted({check_removed(s, self.n_layers) for s in sets} - set(self.memo), key=sorted)

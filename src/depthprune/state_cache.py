@@ -110,10 +110,11 @@ class StateCache:
 
     def lend(self, key: Key, states: list[torch.Tensor]) -> bool:
         """Hold ``states`` under ``key`` for the next run only (:meth:`depthprune.scoring.Scorer.many`), outside
-        the keep-best ranking (LRU eviction may still drop it); False where ``key`` is held already."""
-        if key in self.entries:
-            return False
+        the keep-best ranking (LRU eviction may still drop it); False where ``key`` is held already or the
+        byte budget has no room for it."""
         nbytes = sum(t.numel() * t.element_size() for t in states)
+        if key in self.entries or self.bytes + nbytes > self.max_bytes:
+            return False
         self.entries[key] = _Entry(states, _LENT, nbytes)
         self.bytes += nbytes
         self.peak = max(self.peak, self.bytes)

@@ -355,3 +355,8 @@ def test_prefetch_same_bits_as_one_call_each_fewer_blocks(arch):
     # the walk runs each block of the sets' prefix tree once: the union of their paths from the dense states
     tree = {(k, frozenset(i for i in s if i < k)) for s in set(sets) for k in range(min(s), 10) if k not in s}
     assert forwards - 10 == len(tree)  # less the dense pass
+    # a byte budget with no room to hand states on: the same losses, from shallower states
+    tight = Scorer(model, batches, PerplexityObjective(), cache_bytes=ahead.cache.bytes)
+    tight.prefetch(sets)
+    assert tight.many(sets) == [single(s) for s in sets] and tight.cache.bytes <= ahead.cache.bytes
+    assert tight.stats.layer_forwards > forwards
