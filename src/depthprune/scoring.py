@@ -196,7 +196,7 @@ class Scorer:
             self.sink(s, value, self.set_seconds[s])
         if self.prefix_cache and handoff is None:
             self.cache.offer(s, value, states)
-        self.stats.peak_cache_bytes = max(self.stats.peak_cache_bytes, self.cache.peak)
+        self.stats.peak_cache_bytes = self.cache.peak
         return states
 
     @property

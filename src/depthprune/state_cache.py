@@ -109,9 +109,9 @@ class StateCache:
         self.peak = max(self.peak, self.bytes)
 
     def lend(self, key: Key, states: list[torch.Tensor]) -> bool:
-        """Hold ``states`` under ``key`` for the next run only (:meth:`depthprune.scoring.Scorer.many`), outside
-        the keep-best ranking (LRU eviction may still drop it); False where ``key`` is held already or the
-        byte budget has no room for it."""
+        """Hold ``states`` under ``key`` until :meth:`take_back` (:meth:`depthprune.scoring.Scorer.prefetch` hands
+        them to later sets), outside the keep-best ranking (LRU eviction may still drop them); False where ``key``
+        is held already or the byte budget has no room for them."""
         nbytes = sum(t.numel() * t.element_size() for t in states)
         if key in self.entries or self.bytes + nbytes > self.max_bytes:
             return False

@@ -335,6 +335,7 @@ def test_shared_boundaries_are_the_deepest_an_earlier_set_passes():
         None, None,  # nothing deeper than the dense state entering 3, 4
     ]
 
+
 @pytest.mark.parametrize("arch", ["llama", "qwen3"])
 def test_prefetch_same_bits_as_one_call_each_fewer_blocks(arch):
     model = random_model(arch, n_layers=10)

@@ -288,9 +288,11 @@ def second_check(opinion: Any, result: Result, key: tuple[str, str, str], table:
     def band_for(loss: float) -> Band | None:
         return lookup(table, recorded_class, opinion.here_class, key[1], model, loss)
 
-    rep = replay(result)
-    scorer.prefetch(_sets_to_check(result, rep, seed, held, sample))  # in prefix order, as the first opinion's
-    check = check_cell(result, scorer.many, band_for, opinion.here_class, seed, held, rep, sample)
+    def score(sets: list[frozenset[int]]) -> list[float]:  # in prefix order, as the first opinion's
+        scorer.prefetch(sets)
+        return scorer.many(sets)
+
+    check = check_cell(result, score, band_for, opinion.here_class, seed, held, None, sample)
     if evaluate and check.replay.status != REPLAY_FAILED:
         items, windows = ev.sample(result, seed, sample.item_change, sample.window_change)
         measured = ev.measure_here(opinion.session, result, items, windows)
