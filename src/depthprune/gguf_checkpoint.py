@@ -4,7 +4,7 @@ transformers reads a GGUF slowly: its metadata is parsed in full (every vocabula
 at Gemma-3's 262k tokens) for the config, again for the weights, and every tensor is dequantised in numpy.
 At one thread that is ~25 s for smollm2-135m and ~75 s for gemma3-270m, paid by every process that opens
 the model (each test module, grid cell worker and ``depthprune verify``). So the first load converts: the
-GGUF is read once as today, dequantised to float32, and ``save_pretrained`` writes the dense checkpoint
+GGUF is read once as today (its metadata parsed once, :func:`_one_reader_per_file`), dequantised to float32, and ``save_pretrained`` writes the dense checkpoint
 (safetensors, config, tokenizer) to ``$DEPTHPRUNE_CACHE/converted/<model>/<GGUF sha256[:16]>-<transformers
 version>/``; every load, the first included, then reads that directory with the requested dtype. A cast
 from the same float32 tensors to the run's dtype is the cast a direct GGUF load makes, so the loaded
@@ -89,6 +89,31 @@ def convert(model_id: str, gguf_path: Path, load_gguf) -> Path:  # noqa: ANN001
         return _write(model_id, gguf_path, load_gguf, target)
 
 
+@contextmanager
+def _one_reader_per_file() -> Iterator[None]:
+    """While it runs, every ``gguf.GGUFReader`` of one file is one object. transformers builds a reader for the
+    config and tokenizer and another for the weights, and each parses every metadata field in Python: 9.1 s per
+    reader for gemma3-270m's 262k-entry vocabulary (AMX machine, 2026-12-05; its conversion 38 -> 31 s). A
+    reader is a read-only memmap with the fields parsed from it, which transformers only reads, so sharing it
+    changes nothing that is loaded (``tests/real/test_gguf_checkpoint.py`` compares with a direct load)."""
+    import gguf
+
+    real = gguf.GGUFReader
+    made: dict[tuple[str, str], object] = {}
+
+    def reader(path, mode="r"):  # noqa: ANN001, ANN202
+        key = (os.path.realpath(path), mode)
+        if key not in made:
+            made[key] = real(path, mode)
+        return made[key]
+
+    gguf.GGUFReader = reader
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = real
+
+
 def _write(model_id: str, gguf_path: Path, load_gguf, target: Path) -> Path:  # noqa: ANN001
     """Read the GGUF, write its conversion beside ``target`` and rename it into place."""
     import torch
@@ -96,7 +121,8 @@ def _write(model_id: str, gguf_path: Path, load_gguf, target: Path) -> Path:  # 
 
     from depthprune.weights import file_sha256
 
-    model, tokenizer = load_gguf()
+    with _one_reader_per_file():
+        model, tokenizer = load_gguf()
     if any(p.dtype != torch.float32 for p in model.parameters()):
         raise RuntimeError(f"{gguf_path}: the conversion must be float32, got {sorted({str(p.dtype) for p in model.parameters()})}")
     if is_complete(target):  # another process (an xdist worker) finished it meanwhile
