@@ -27,7 +27,7 @@ from depthprune.plan import (
 )
 from depthprune.scoring import Scorer
 from depthprune.search import SEARCHERS, get_searcher
-from depthprune.search.base import Bounds, Searcher
+from depthprune.search.base import PLANNED, Bounds, Searcher
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -189,6 +189,22 @@ def test_every_searcher_owns_its_planning_rule(name):
     assert type(searcher).evaluation_bounds is not Searcher.evaluation_bounds, f"{name}: no planning rule"
     bounds = searcher.evaluation_bounds(12, 3)
     assert 0 < bounds.low <= bounds.high and bounds == evaluation_bounds(name, {}, 12, 3)
+    assert type(searcher).planned in PLANNED, f"{name}: planned {type(searcher).planned!r} is none of {PLANNED}"
+
+
+def test_the_planner_counts_a_searcher_the_way_it_declares(monkeypatch):
+    """plan reads Searcher.planned, never a searcher's name: greedy declared "fixed" is planned as bi is."""
+    from depthprune.plan import plan_grid
+
+    grid = load_grid(ROOT / "cases" / "tiny.toml")
+
+    def bases() -> set[str]:
+        return {c.basis for c in plan_grid(grid, Assumptions(landscapes=1)).cells if c.search == "greedy"}
+
+    assert SEARCHERS["bo"].planned == "bound" and SEARCHERS["bi"].planned == "fixed"
+    assert "fixed (no loss search)" not in bases()
+    monkeypatch.setattr(SEARCHERS["greedy"], "planned", "fixed")
+    assert bases() == {"fixed (no loss search)"}
 
 
 def test_rank_plans_its_sample_not_every_set():

@@ -8,9 +8,6 @@ from typing import Any
 from depthprune.search import SEARCHERS, get_searcher
 from depthprune.search.base import Bounds, Searcher
 
-#: Searchers the planner does not simulate (a GP fit per evaluation): bounds only.
-NOT_SIMULATED = ("bo",)
-
 
 def evaluation_bounds(searcher: str, params: dict[str, Any], n_layers: int, budget: int) -> Bounds:
     """Fewest and most distinct sets a grid cell's cost counts: the searcher's own rule

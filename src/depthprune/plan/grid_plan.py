@@ -12,11 +12,12 @@ from depthprune.grid.cases import Cell, Grid
 from depthprune.model_registry import MODELS
 from depthprune.objectives.base import grad_chunk_rows
 from depthprune.plan.assumptions import EVAL_TASKS, WIKITEXT2_TEST_TOKENS, Assumptions, assumption_lines
-from depthprune.plan.bounds import NOT_SIMULATED, evaluation_bounds, forwards_bound
+from depthprune.plan.bounds import evaluation_bounds, forwards_bound
 from depthprune.plan.gpus import GPU, GPUS
 from depthprune.plan.shapes import ModelShape, model_shape
 from depthprune.plan.simulation import Simulated, SyntheticLandscape, simulate
 from depthprune.plan.throughput import Rate, Throughput, measured_rate, throughput_lines
+from depthprune.search import SEARCHERS
 
 GIB = 1 << 30
 
@@ -135,8 +136,9 @@ def eval_tokens(grid: Grid, profile: str) -> tuple[int, int] | None:
 
 
 def worker_memory(shape: ModelShape, grid: Grid, a: Assumptions, gpu: GPU, calib_tokens: int, seq: int,
-                  search: str, budget: int, profile: str) -> Memory:
-    """One worker's peak by component (see :class:`Memory` and :func:`~depthprune.plan.assumptions.assumption_lines`)."""
+                  gate_gradients: bool, budget: int, profile: str) -> Memory:
+    """One worker's peak by component (see :class:`Memory` and :func:`~depthprune.plan.assumptions.assumption_lines`);
+    ``gate_gradients``: the searcher's cost has gate-gradient passes (:attr:`~depthprune.search.base.Bounds.energy`)."""
     b = a.dtype_bytes
     weights = shape.params * b
     budget_bytes = max(0.0, a.cache_fraction * (gpu.memory_gib * GIB - weights - a.cuda_context_gib * GIB))
@@ -149,7 +151,7 @@ def worker_memory(shape: ModelShape, grid: Grid, a: Assumptions, gpu: GPU, calib
         "search": min(budget_bytes, shape.layers * state) + micro * block + 2048 * logits}
     ev = grid.eval_config(profile)
     phases["evaluation"] = ev.batch_size * ev.seq_len * block + 2048 * logits  # the head is chunked
-    if search == "cbo":  # gate gradients, weights frozen, blocks and head chunks recomputed (gates.py):
+    if gate_gradients:  # cbo's energy: weights frozen, blocks and head chunks recomputed (gates.py):
         # per block its input and gated update are kept; one block's norm, q/k/v/out, MLP and gate
         # inputs live at a time in the backward, and one head chunk's logits
         per_layer = 5 * shape.hidden + 2 * shape.kv_heads * shape.head_dim + 3 * shape.intermediate
@@ -196,9 +198,10 @@ def plan_cell(grid: Grid, cell: Cell, shape: ModelShape, a: Assumptions, gpu: GP
     bound = forwards_bound(n, bounds)
     backwards, evaluations = 0, (bounds.low + bounds.high) / 2
     ratio = (ratios or {}).get(cell.search)
-    if cell.search == "bi":  # no loss search: the dense pass and the chosen set, fixed by the settings
+    planned = SEARCHERS[cell.search].planned  # how the searcher says it is counted
+    if planned == "fixed":  # no loss search: the sets it scores are fixed by the settings
         expected, spread, basis, evaluations = float(bound), (bound, bound), "fixed (no loss search)", bounds.high
-    elif cell.search in NOT_SIMULATED:
+    elif planned == "bound":
         expected = bound * ratio if ratio else float(bound)
         spread = (round(expected), round(expected))
         basis = f"bound x measured {ratio:.2f}" if ratio else "bound (not simulated)"
@@ -240,7 +243,7 @@ def plan_cell(grid: Grid, cell: Cell, shape: ModelShape, a: Assumptions, gpu: GP
         layer_forwards_range=spread, layer_forwards_bound=bound, layer_backwards=backwards, basis=basis,
         search_tflop=search / 1e12, eval_tflop=None if evaluation is None else evaluation / 1e12,
         shared_tflop=shared / 1e12, gpu_hours=hours, gpu_hours_bound=hours_bound,
-        memory=worker_memory(shape, grid, a, gpu, tokens, seq, cell.search, m, profile), measured=measured)
+        memory=worker_memory(shape, grid, a, gpu, tokens, seq, bounds.energy, m, profile), measured=measured)
 
 
 def makespan(hours: Iterable[float], gpus: int) -> float:

@@ -125,7 +125,7 @@ def check_cost(result: Mapping[str, Any], grid: Grid, cell: Cell) -> list[str]:
     elif not bounds.low <= cost["evaluations"] <= bounds.high:
         problems.append(f"{cost['evaluations']} evaluations, outside {cell.search}'s bounds "
                         f"{bounds.low}..{bounds.high}")
-    if cell.search == "cbo":  # gate-gradient passes sit between requests; the trace cannot place them
+    if bounds.energy:  # cbo's gate-gradient passes sit between requests; the trace cannot place them
         return problems
     losses = {frozenset([i]): x for i, x in enumerate(result["prior"]) if x is not None}
     losses.update({frozenset(s): loss for s, loss in result["trace"]})

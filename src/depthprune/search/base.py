@@ -26,7 +26,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from tqdm.auto import tqdm
 
@@ -34,6 +34,9 @@ from depthprune.params import check_ints
 from depthprune.registry import Registry
 
 ScoreFn = Callable[[frozenset[int]], float]
+#: the ways the planner counts a searcher's layer-forwards (:attr:`Searcher.planned`)
+Planned = Literal["simulated", "bound", "fixed"]
+PLANNED: tuple[Planned, ...] = ("simulated", "bound", "fixed")
 
 
 @dataclass(frozen=True)
@@ -299,6 +302,10 @@ class Searcher(ABC):
     #: False where a batch is a chunk of an enumeration, a population or a design (rank, exhaustive, GA, BO):
     #: REPORT's "how firmly each set is decided" counts only decisions that can change the answer
     batch_decides: ClassVar[bool] = True
+    #: how ``depthprune plan`` counts its layer-forwards (:data:`PLANNED`): ``simulated``, run on synthetic loss
+    #: landscapes; ``bound``, its :meth:`evaluation_bounds` scaled by the archives' measured ratio (BO: a GP fit per
+    #: evaluation is too dear to simulate); ``fixed``, no loss search, the settings fix what it scores (bi)
+    planned: ClassVar[Planned] = "simulated"
     max_evaluations: int | None = None
     progress: bool | str = False
 

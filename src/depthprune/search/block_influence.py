@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.search.base import Bounds, SearchContext, Searcher, register
+from depthprune.search.base import Bounds, Planned, SearchContext, Searcher, register
 
 METRICS = ("cosine", "angular")
 
@@ -36,6 +36,7 @@ class BlockInfluenceSearcher(Searcher):
 
     name: ClassVar[str] = "bi"
     order: ClassVar[int] = 7  # position in report tables
+    planned: ClassVar[Planned] = "fixed"  # no loss search: the dense pass and the chosen set
     metric: str = "cosine"
 
     def __post_init__(self) -> None:

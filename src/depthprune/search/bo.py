@@ -40,6 +40,7 @@ from depthprune.params import check_ints
 from depthprune.search.base import (
     Bounds,
     EvaluationBudgetExhausted,
+    Planned,
     SearchContext,
     Searcher,
     rank_key,
@@ -97,6 +98,7 @@ class BayesOptSearcher(Searcher):
     order: ClassVar[int] = 4  # position in report tables
     stochastic: ClassVar[bool] = True
     batch_decides: ClassVar[bool] = False  # its batches are chunks, not choices (Searcher)
+    planned: ClassVar[Planned] = "bound"  # a GP fit per evaluation: too dear for the planner to simulate
     max_evaluations: int | None = 100
     initial_design: int = 10
     prior_strength: float = 10.0
