@@ -20,27 +20,27 @@ from pathlib import Path
 
 import numpy as np
 
-from depthprune.report import noise as N
+from depthprune.report import noise
 
 
-def _blocks(a: dict, b: dict, clustered: bool) -> list[N.Outcomes]:
+def _blocks(a: dict, b: dict, clustered: bool) -> list[noise.Outcomes]:
     heads = a["protocol"]["zero_shot"]["headline_metric"]
     out = []
     for task, metric in heads.items():
         xa, xb = a["item_outcomes"][task][metric], b["item_outcomes"][task][metric]
-        values = np.stack([N.outcome_bits(xa), N.outcome_bits(xb)], axis=1)
+        values = np.stack([noise.outcome_bits(xa), noise.outcome_bits(xb)], axis=1)
         clusters = (a.get("item_clusters") or {}).get(task) if clustered else None
-        out.append(N.Outcomes.from_units(values, clusters))
+        out.append(noise.Outcomes.from_units(values, clusters))
     return out
 
 
 def measure(a: dict, b: dict, target: float, items: int, confidence: float = 0.95, power: float = 0.80) -> dict:
     iid, clustered = _blocks(a, b, False), _blocks(a, b, True)
-    z = N.z_sum(confidence, power)
+    z = noise.z_sum(confidence, power)
     n = sum(blk.n_units for blk in iid)
-    disc = N.discordance(iid, 0, 1)
+    disc = noise.discordance(iid, 0, 1)
     diffs = np.concatenate([blk.totals[:, 0] - blk.totals[:, 1] for blk in iid])
-    se = {name: N.paired_mde(blocks, 0, 1, confidence, power) / z for name, blocks in (("iid", iid),
+    se = {name: noise.paired_mde(blocks, 0, 1, confidence, power) / z for name, blocks in (("iid", iid),
                                                                                          ("clustered", clustered))}
     deff = (se["clustered"] / se["iid"]) ** 2 if se["iid"] > 0 else math.nan
     need = z ** 2 * float(np.var(diffs)) / (target / 100) ** 2 * deff

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from depthprune.report import claims as C
+from depthprune.report import claims
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -26,13 +26,13 @@ def _toml_lines() -> dict[str, list[str]]:
     """Each claim section's ``name = value`` lines of claims.toml, as written there."""
     out: dict[str, list[str]] = {}
     section = None
-    for line in C.THRESHOLDS_FILE.read_text().splitlines():
+    for line in claims.THRESHOLDS_FILE.read_text().splitlines():
         head = re.match(r'^\["?([^"\]]+)"?\]$', line)
         if head:
             section = head.group(1)
             continue
         m = re.match(r"^(\w+ = .+?)\s*(#.*)?$", line)
-        if m and section in C.CLAIMS:
+        if m and section in claims.CLAIMS:
             out.setdefault(section, []).append(m.group(1))
     return out
 
@@ -40,7 +40,7 @@ def _toml_lines() -> dict[str, list[str]]:
 def test_the_claims_page_quotes_every_claim_and_states_its_thresholds_under_its_heading():
     sections = _sections((DOCS / "claims.md").read_text(encoding="utf-8"))
     toml = _toml_lines()
-    for claim in C.CLAIMS.values():
+    for claim in claims.CLAIMS.values():
         heading = next((h for h in sections if claim.id in h), None) or \
             next(h for h in sections if claim.id.rsplit("-", 1)[0] in h)
         body = " ".join(re.sub(r"^> ?", "", line) for line in sections[heading].splitlines()).split()

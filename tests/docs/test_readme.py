@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from depthprune.report import readme as R
+from depthprune.report import readme as report_readme
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -29,7 +29,7 @@ def test_the_verdict_block_is_what_the_committed_archives_give(monkeypatch):
     from depthprune.report import readme_block
 
     monkeypatch.chdir(ROOT)
-    assert R.current(README) == readme_block([Path("archive")], README, ROOT / "REPORT.md", Path("cases")), \
+    assert report_readme.current(README) == readme_block([Path("archive")], README, ROOT / "REPORT.md", Path("cases")), \
         "README.md's verdict block is stale: regenerate with `depthprune report --results archive --out REPORT.md`"
 
 
@@ -67,16 +67,16 @@ def test_every_local_link_exists():
 
 def test_the_block_is_rewritten_in_place_and_only_there(tmp_path):
     path = tmp_path / "README.md"
-    path.write_text(f"# x\n\nbefore\n{R.START}\nold\n{R.END}\nafter\n")
-    assert R.beside(tmp_path / "REPORT.md") == path
-    assert R.rewrite(path, [R.START, "new", R.END]) and not R.rewrite(path, [R.START, "new", R.END])
-    assert path.read_text() == f"# x\n\nbefore\n{R.START}\nnew\n{R.END}\nafter\n"
+    path.write_text(f"# x\n\nbefore\n{report_readme.START}\nold\n{report_readme.END}\nafter\n")
+    assert report_readme.beside(tmp_path / "REPORT.md") == path
+    assert report_readme.rewrite(path, [report_readme.START, "new", report_readme.END]) and not report_readme.rewrite(path, [report_readme.START, "new", report_readme.END])
+    assert path.read_text() == f"# x\n\nbefore\n{report_readme.START}\nnew\n{report_readme.END}\nafter\n"
     bare = tmp_path / "bare" / "README.md"
     bare.parent.mkdir()
     bare.write_text("# no block\n")
-    assert R.beside(bare.parent / "REPORT.md") is None and not R.has_block(bare)
+    assert report_readme.beside(bare.parent / "REPORT.md") is None and not report_readme.has_block(bare)
     with pytest.raises(ValueError, match="no verdict block"):
-        R.rewrite(bare, [R.START, R.END])
+        report_readme.rewrite(bare, [report_readme.START, report_readme.END])
 
 
 def test_report_command_rewrites_the_readme_beside_it_unless_told_not_to(tmp_path):
@@ -88,10 +88,10 @@ def test_report_command_rewrites_the_readme_beside_it_unless_told_not_to(tmp_pat
     write_result(results / "t" / "m-ppl-oneshot-M3.json",
                  result_v2("m", "ppl", "oneshot", [7, 8, 9], 2.0, metrics={"avg_acc": 0.4}, grid="t"))
     readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n{R.START}\n{R.END}\n")
+    readme.write_text(f"# x\n{report_readme.START}\n{report_readme.END}\n")
     base = ["report", "--results", str(results), "--out", str(tmp_path / "REPORT.md"), "--cases", str(tmp_path)]
-    assert main([*base, "--no-readme"]) == 0 and readme.read_text() == f"# x\n{R.START}\n{R.END}\n"
+    assert main([*base, "--no-readme"]) == 0 and readme.read_text() == f"# x\n{report_readme.START}\n{report_readme.END}\n"
     assert main(base) == 0
-    block = R.current(readme)
-    assert block[0] == R.START and any(line.startswith("| 5.1a ") for line in block) and "[REPORT.md](REPORT.md)" in block[-2]
+    block = report_readme.current(readme)
+    assert block[0] == report_readme.START and any(line.startswith("| 5.1a ") for line in block) and "[REPORT.md](REPORT.md)" in block[-2]
     assert main([*base, "--readme", str(tmp_path / "nope.md")]) == 2

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from depthprune.report import claims as C
+from depthprune.report import claims
 from depthprune.result import Result
 from tests.fixtures import result_v2
 
 SEVEN = ["oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs"]
-PAPER = Path(__file__).resolve().parents[2].parent / "shared" / "paper" / C.PAPER_TEXT
+PAPER = Path(__file__).resolve().parents[2].parent / "shared" / "paper" / claims.PAPER_TEXT
 
-T = C.load_thresholds()
-FAST = C.with_threshold(T, "5.2", "n_resamples", 200)  # the bootstrap is the only slow part
+T = claims.load_thresholds()
+FAST = claims.with_threshold(T, "5.2", "n_resamples", 200)  # the bootstrap is the only slow part
 
 
 def cell(objective, search, removed, loss=1.0, *, model="m", grid="g", n_layers=12, metrics=None, lf=None,
@@ -78,54 +78,54 @@ def measured(rows, n_items=4000):
 # -- 5.1a ----------------------------------------------------------------------------------------
 
 def test_5_1a_held_when_objectives_remove_different_layers():
-    v = one(C.CLAIMS["5.1a"].verdicts(both([8, 9, 10], [1, 4, 6]), T))
-    assert v.outcome == C.HELD
+    v = one(claims.CLAIMS["5.1a"].verdicts(both([8, 9, 10], [1, 4, 6]), T))
+    assert v.outcome == claims.HELD
     assert v.statistic["gap"] == pytest.approx(1.0)  # within 1, across 0
     assert (v.n_conditions, v.n_distinct) == (1, 2)
 
 
 def test_5_1a_not_held_when_each_searcher_keeps_its_set_across_objectives():
     sets = [[i, i + 1, i + 2] for i in range(7)]  # searchers disagree, objectives agree
-    v = one(C.CLAIMS["5.1a"].verdicts(both(sets, sets), T))
-    assert v.outcome == C.NOT_HELD
+    v = one(claims.CLAIMS["5.1a"].verdicts(both(sets, sets), T))
+    assert v.outcome == claims.NOT_HELD
     assert v.statistic["gap"] < 0
     assert v.n_distinct == 7
 
 
 def test_5_1a_not_measured_without_the_margin_objective():
-    v = one(C.CLAIMS["5.1a"].verdicts(both([8, 9, 10], None), T))
-    assert v.outcome == C.NOT_MEASURED and "both objectives" in v.reason
+    v = one(claims.CLAIMS["5.1a"].verdicts(both([8, 9, 10], None), T))
+    assert v.outcome == claims.NOT_MEASURED and "both objectives" in v.reason
     assert (v.n_conditions, v.n_distinct) == (0, 0)
 
 
 # -- 5.1b ----------------------------------------------------------------------------------------
 
 def test_5_1b_contiguity_held_when_ppl_removes_runs_and_margin_scatters():
-    v = one(C.CLAIMS["5.1b-contiguity"].verdicts(both([8, 9, 10], [1, 4, 7]), T))
-    assert v.outcome == C.HELD and v.statistic["gap"] == pytest.approx(1.0)
+    v = one(claims.CLAIMS["5.1b-contiguity"].verdicts(both([8, 9, 10], [1, 4, 7]), T))
+    assert v.outcome == claims.HELD and v.statistic["gap"] == pytest.approx(1.0)
 
 
 def test_5_1b_contiguity_not_held_when_margin_is_the_contiguous_one():
-    v = one(C.CLAIMS["5.1b-contiguity"].verdicts(both([1, 4, 7], [8, 9, 10]), T))
-    assert v.outcome == C.NOT_HELD and v.statistic["gap"] == pytest.approx(-1.0)
+    v = one(claims.CLAIMS["5.1b-contiguity"].verdicts(both([1, 4, 7], [8, 9, 10]), T))
+    assert v.outcome == claims.NOT_HELD and v.statistic["gap"] == pytest.approx(-1.0)
 
 
 def test_5_1b_contiguity_not_measured_with_one_objective():
-    assert one(C.CLAIMS["5.1b-contiguity"].verdicts(both(None, [1, 4, 7]), T)).outcome == C.NOT_MEASURED
+    assert one(claims.CLAIMS["5.1b-contiguity"].verdicts(both(None, [1, 4, 7]), T)).outcome == claims.NOT_MEASURED
 
 
 def test_5_1b_depth_held_for_late_ppl_removals():
-    v = one(C.CLAIMS["5.1b-depth"].verdicts(both([8, 9, 10], [0, 1, 2]), T))
-    assert v.outcome == C.HELD and v.statistic["depth"] == pytest.approx(27 / 33)
+    v = one(claims.CLAIMS["5.1b-depth"].verdicts(both([8, 9, 10], [0, 1, 2]), T))
+    assert v.outcome == claims.HELD and v.statistic["depth"] == pytest.approx(27 / 33)
 
 
 def test_5_1b_depth_not_held_for_early_ppl_removals():
-    v = one(C.CLAIMS["5.1b-depth"].verdicts(both([0, 1, 2], [8, 9, 10]), T))  # margin's late sets do not count
-    assert v.outcome == C.NOT_HELD and v.statistic["depth"] == pytest.approx(3 / 33)
+    v = one(claims.CLAIMS["5.1b-depth"].verdicts(both([0, 1, 2], [8, 9, 10]), T))  # margin's late sets do not count
+    assert v.outcome == claims.NOT_HELD and v.statistic["depth"] == pytest.approx(3 / 33)
 
 
 def test_5_1b_depth_not_measured_without_ppl():
-    assert one(C.CLAIMS["5.1b-depth"].verdicts(both(None, [8, 9, 10]), T)).outcome == C.NOT_MEASURED
+    assert one(claims.CLAIMS["5.1b-depth"].verdicts(both(None, [8, 9, 10]), T)).outcome == claims.NOT_MEASURED
 
 
 # -- 5.2 -----------------------------------------------------------------------------------------
@@ -150,8 +150,8 @@ def shares_grid(ppl_objective_effect=LOG2, ppl_searcher_step=0.001, acc_objectiv
 
 
 def test_5_2_held_when_objective_dominates_ppl_and_matches_searchers_on_accuracy():
-    v = one(C.CLAIMS["5.2"].verdicts(shares_grid(), FAST))
-    assert v.outcome == C.HELD, v.reason
+    v = one(claims.CLAIMS["5.2"].verdicts(shares_grid(), FAST))
+    assert v.outcome == claims.HELD, v.reason
     assert v.statistic["D_c4_ppl_low"] > 0.9
     assert abs(v.statistic["D_avg_acc"]) < 0.05
     assert v.statistic["D_avg_acc_low"] <= v.statistic["D_avg_acc"] <= v.statistic["D_avg_acc_high"]
@@ -160,33 +160,33 @@ def test_5_2_held_when_objective_dominates_ppl_and_matches_searchers_on_accuracy
 
 
 def test_5_2_not_held_when_the_objective_dominates_accuracy_too():
-    v = one(C.CLAIMS["5.2"].verdicts(shares_grid(acc_objective_effect=0.2), FAST))
-    assert v.outcome == C.NOT_HELD and "not comparable" in v.reason
+    v = one(claims.CLAIMS["5.2"].verdicts(shares_grid(acc_objective_effect=0.2), FAST))
+    assert v.outcome == claims.NOT_HELD and "not comparable" in v.reason
     assert v.statistic["D_avg_acc"] > 0.9
 
 
 def test_5_2_not_held_when_searchers_dominate_perplexity():
-    v = one(C.CLAIMS["5.2"].verdicts(shares_grid(ppl_objective_effect=0.01, ppl_searcher_step=0.3), FAST))
-    assert v.outcome == C.NOT_HELD and "not dominant" in v.reason
+    v = one(claims.CLAIMS["5.2"].verdicts(shares_grid(ppl_objective_effect=0.01, ppl_searcher_step=0.3), FAST))
+    assert v.outcome == claims.NOT_HELD and "not dominant" in v.reason
     assert v.statistic["D_c4_ppl"] < 0
 
 
 def test_5_2_not_measured_without_outcomes():
     """Metrics alone do not say how noisy they are: without per-item outcomes nothing is decided."""
     rows = [Result({k: v for k, v in r.items() if k != "item_outcomes"}) for r in shares_grid()]
-    v = one(C.CLAIMS["5.2"].verdicts(rows, FAST))
-    assert v.outcome == C.NOT_MEASURED and "no per-item outcomes" in v.reason
+    v = one(claims.CLAIMS["5.2"].verdicts(rows, FAST))
+    assert v.outcome == claims.NOT_MEASURED and "no per-item outcomes" in v.reason
     assert v.statistic["D_c4_ppl_low"] > 0.9  # the perplexity half is still judged
 
 
 def test_5_2_not_measured_without_metrics():
     rows = [r.replace(metrics={}) for r in shares_grid()]
-    v = one(C.CLAIMS["5.2"].verdicts(rows, FAST))
-    assert v.outcome == C.NOT_MEASURED and "c4_ppl and avg_acc" in v.reason
+    v = one(claims.CLAIMS["5.2"].verdicts(rows, FAST))
+    assert v.outcome == claims.NOT_MEASURED and "c4_ppl and avg_acc" in v.reason
 
 
 def test_5_2_bootstrap_is_seeded():
-    a, b = (one(C.CLAIMS["5.2"].verdicts(shares_grid(acc_objective_effect=0.02), FAST)) for _ in range(2))
+    a, b = (one(claims.CLAIMS["5.2"].verdicts(shares_grid(acc_objective_effect=0.02), FAST)) for _ in range(2))
     assert a.statistic == b.statistic
 
 
@@ -213,9 +213,9 @@ def conditions(objective, sign, models=("m1", "m2", "m3"), **kw):
 
 
 def test_5_3_held_for_negative_ppl_and_positive_margin_alignment():
-    v = one(C.CLAIMS["5.3"].verdicts(conditions("ppl", -1, distinct=7, searchers=SEVEN)
+    v = one(claims.CLAIMS["5.3"].verdicts(conditions("ppl", -1, distinct=7, searchers=SEVEN)
                           + conditions("margin", +1, distinct=7, searchers=SEVEN), T))
-    assert v.outcome == C.HELD, v.reason
+    assert v.outcome == claims.HELD, v.reason
     assert v.statistic["rho_ppl"] == pytest.approx(-0.99) and v.statistic["rho_margin"] == pytest.approx(0.99)
     assert v.statistic["rho_ppl_high"] <= T["5.3"]["ppl_max_rho"] <= T["5.3"]["margin_min_rho"] <= \
         v.statistic["rho_margin_low"]
@@ -228,41 +228,41 @@ def test_5_3_one_condition_of_five_points_decides_little():
     margin = aligned("margin", +1)
     a, b = margin[3]["metrics"], margin[4]["metrics"]
     a["avg_acc"], b["avg_acc"] = b["avg_acc"], a["avg_acc"]  # one adjacent swap: ρ = 0.9
-    v = one(C.CLAIMS["5.3"].verdicts(aligned("ppl", -1) + measured(margin), T))
-    assert v.outcome == C.NOT_MEASURED, v.reason
+    v = one(claims.CLAIMS["5.3"].verdicts(aligned("ppl", -1) + measured(margin), T))
+    assert v.outcome == claims.NOT_MEASURED, v.reason
     assert v.statistic["rho_margin"] == pytest.approx(0.9, abs=0.01)
     assert v.statistic["rho_margin_low"] < T["5.3"]["margin_min_rho"] < v.statistic["rho_margin"]
 
 
 def test_5_3_not_held_when_ppl_pruning_is_positively_aligned():
-    v = one(C.CLAIMS["5.3"].verdicts(conditions("ppl", +1, distinct=7, searchers=SEVEN)
+    v = one(claims.CLAIMS["5.3"].verdicts(conditions("ppl", +1, distinct=7, searchers=SEVEN)
                           + conditions("margin", +1, distinct=7, searchers=SEVEN), T))
-    assert v.outcome == C.NOT_HELD and v.statistic["rho_ppl_low"] > T["5.3"]["ppl_max_rho"]
+    assert v.outcome == claims.NOT_HELD and v.statistic["rho_ppl_low"] > T["5.3"]["ppl_max_rho"]
 
 
 def test_5_3_not_measured_with_too_few_distinct_sets():
     rows = aligned("ppl", -1, distinct=4, searchers=SEVEN) + aligned("margin", +1, distinct=4, searchers=SEVEN)
-    v = one(C.CLAIMS["5.3"].verdicts(rows, T))  # seven solutions, four pruned models
-    assert v.outcome == C.NOT_MEASURED and "most distinct: 4" in v.reason
+    v = one(claims.CLAIMS["5.3"].verdicts(rows, T))  # seven solutions, four pruned models
+    assert v.outcome == claims.NOT_MEASURED and "most distinct: 4" in v.reason
 
 
 def test_5_3_not_measured_when_the_evaluation_cannot_separate_the_solutions():
     rows = conditions("ppl", -1, distinct=7, searchers=SEVEN) + conditions("margin", +1, distinct=7, searchers=SEVEN)
     rows = measured(rows, n_items=40)  # accuracies 0.44..0.5 on 40 items: within their own noise
-    v = one(C.CLAIMS["5.3"].verdicts(rows, T))
-    assert v.outcome == C.NOT_MEASURED and "reliability" in v.reason
+    v = one(claims.CLAIMS["5.3"].verdicts(rows, T))
+    assert v.outcome == claims.NOT_MEASURED and "reliability" in v.reason
 
 
 def test_5_3_reports_both_axes_and_judges_on_the_named_one():
     rows = (conditions("ppl", -1, distinct=7, searchers=SEVEN, loss_sign=-1)
             + conditions("margin", +1, distinct=7, searchers=SEVEN, loss_sign=-1))  # own loss runs against c4
-    v = one(C.CLAIMS["5.3"].verdicts(rows, T))
-    assert v.outcome == C.HELD
+    v = one(claims.CLAIMS["5.3"].verdicts(rows, T))
+    assert v.outcome == claims.HELD
     own = {d["objective"]: d["rho_calibration_loss"] for d in v.details}
     assert own == {"ppl": pytest.approx(1.0), "margin": pytest.approx(-1.0)}
     assert v.statistic["rho_ppl [calibration_loss]"] == pytest.approx(0.99)  # the other axis, in the table too
-    w = one(C.CLAIMS["5.3"].verdicts(rows, C.with_threshold(T, "5.3", "x_axis", "calibration_loss")))
-    assert w.outcome == C.NOT_HELD and w.statistic["rho_ppl"] == pytest.approx(0.99)
+    w = one(claims.CLAIMS["5.3"].verdicts(rows, claims.with_threshold(T, "5.3", "x_axis", "calibration_loss")))
+    assert w.outcome == claims.NOT_HELD and w.statistic["rho_ppl"] == pytest.approx(0.99)
 
 
 # -- the second contribution ---------------------------------------------------------------------
@@ -279,13 +279,13 @@ def gains_grid(searcher_loss, **losses):
 
 
 def test_search_gain_held_when_search_gains_are_small_next_to_the_objective_gap():
-    v = one(C.CLAIMS["search-gain"].verdicts(gains_grid(1.995), T))
-    assert v.outcome == C.HELD and v.statistic["ratio"] == pytest.approx(0.005 / math.log(2))
+    v = one(claims.CLAIMS["search-gain"].verdicts(gains_grid(1.995), T))
+    assert v.outcome == claims.HELD and v.statistic["ratio"] == pytest.approx(0.005 / math.log(2))
 
 
 def test_search_gain_not_held_when_one_searcher_gains_much():
-    v = one(C.CLAIMS["search-gain"].verdicts(gains_grid(1.995, bo=1.5), T))  # the largest gain is what must be marginal
-    assert v.outcome == C.NOT_HELD and v.statistic["ratio"] == pytest.approx(0.5 / math.log(2))
+    v = one(claims.CLAIMS["search-gain"].verdicts(gains_grid(1.995, bo=1.5), T))  # the largest gain is what must be marginal
+    assert v.outcome == claims.NOT_HELD and v.statistic["ratio"] == pytest.approx(0.5 / math.log(2))
     assert v.details[0]["best_searcher"] == "bo"
 
 
@@ -293,14 +293,14 @@ def test_search_gain_not_measured_when_window_noise_spans_the_threshold():
     rows = gains_grid(1.9)  # ratio 0.1 / log 2 = 0.144 < 0.25, but on noisy windows
     noisy = lambda k, ws: [w + (0.8 if (j + k) % 2 else -0.8) for j, w in enumerate(ws)]  # noqa: E731
     rows = [r.replace(window_nll={"c4": noisy(k, r["window_nll"]["c4"])}) for k, r in enumerate(rows)]
-    v = one(C.CLAIMS["search-gain"].verdicts(rows, T))
-    assert v.outcome == C.NOT_MEASURED, v.reason
+    v = one(claims.CLAIMS["search-gain"].verdicts(rows, T))
+    assert v.outcome == claims.NOT_MEASURED, v.reason
     assert v.statistic["ratio_low"] < T["search-gain"]["max_ratio"] < v.statistic["ratio_high"]
 
 
 def test_search_gain_not_measured_without_oneshot():
     rows = [r for r in gains_grid(1.995) if r.identity.search != "oneshot"]
-    assert one(C.CLAIMS["search-gain"].verdicts(rows, T)).outcome == C.NOT_MEASURED
+    assert one(claims.CLAIMS["search-gain"].verdicts(rows, T)).outcome == claims.NOT_MEASURED
 
 
 def cost_grid(dear_lf, searchers=SEVEN):
@@ -309,38 +309,38 @@ def cost_grid(dear_lf, searchers=SEVEN):
 
 
 def test_search_cost_held_when_expensive_searchers_cost_ten_times_oneshot():
-    v = one(C.CLAIMS["search-cost"].verdicts(cost_grid(1000), T))
-    assert v.outcome == C.HELD and v.statistic["ratio"] == pytest.approx(10.0)
+    v = one(claims.CLAIMS["search-cost"].verdicts(cost_grid(1000), T))
+    assert v.outcome == claims.HELD and v.statistic["ratio"] == pytest.approx(10.0)
     assert v.n_conditions == 2 and v.details[0]["ga_seconds"] == pytest.approx(3.0)
     assert v.statistic["seconds ratio"] == pytest.approx(3.0)
     assert {s: v.statistic[s] for s in ("beam", "ga", "bo", "cbo")} == dict.fromkeys(("beam", "ga", "bo", "cbo"), 10.0)
 
 
 def test_search_cost_not_held_when_expensive_searchers_are_cheap():
-    v = one(C.CLAIMS["search-cost"].verdicts(cost_grid(150), T))
-    assert v.outcome == C.NOT_HELD and v.statistic["ratio"] == pytest.approx(1.5)
-    w = one(C.CLAIMS["search-cost"].verdicts(cost_grid(150), C.with_threshold(T, "search-cost", "measure", "seconds")))
+    v = one(claims.CLAIMS["search-cost"].verdicts(cost_grid(150), T))
+    assert v.outcome == claims.NOT_HELD and v.statistic["ratio"] == pytest.approx(1.5)
+    w = one(claims.CLAIMS["search-cost"].verdicts(cost_grid(150), claims.with_threshold(T, "search-cost", "measure", "seconds")))
     assert w.statistic["ratio"] == pytest.approx(3.0)  # the measure is a parameter
 
 
 def test_search_cost_not_measured_without_an_expensive_searcher():
-    v = one(C.CLAIMS["search-cost"].verdicts(cost_grid(1000, searchers=["oneshot", "greedy", "fbs"]), T))
-    assert v.outcome == C.NOT_MEASURED and "beam" in v.reason
+    v = one(claims.CLAIMS["search-cost"].verdicts(cost_grid(1000, searchers=["oneshot", "greedy", "fbs"]), T))
+    assert v.outcome == claims.NOT_MEASURED and "beam" in v.reason
 
 
 def test_search_convergence_held_when_searchers_agree():
-    v = one(C.CLAIMS["search-convergence"].verdicts(both([8, 9, 10], [1, 4, 7]), T))
-    assert v.outcome == C.HELD and v.statistic["jaccard"] == 1.0 and v.n_conditions == 2
+    v = one(claims.CLAIMS["search-convergence"].verdicts(both([8, 9, 10], [1, 4, 7]), T))
+    assert v.outcome == claims.HELD and v.statistic["jaccard"] == 1.0 and v.n_conditions == 2
 
 
 def test_search_convergence_not_held_when_searchers_disagree():
     sets = [[3 * (i % 4), 3 * (i % 4) + 1, 3 * (i % 4) + 2] for i in range(7)]
-    v = one(C.CLAIMS["search-convergence"].verdicts(both(sets, sets), T))
-    assert v.outcome == C.NOT_HELD and v.statistic["jaccard"] < 0.2
+    v = one(claims.CLAIMS["search-convergence"].verdicts(both(sets, sets), T))
+    assert v.outcome == claims.NOT_HELD and v.statistic["jaccard"] < 0.2
 
 
 def test_search_convergence_not_measured_with_two_searchers():
-    assert one(C.CLAIMS["search-convergence"].verdicts(both([8, 9, 10], [1, 4, 7], SEVEN[:2]), T)).outcome == C.NOT_MEASURED
+    assert one(claims.CLAIMS["search-convergence"].verdicts(both([8, 9, 10], [1, 4, 7], SEVEN[:2]), T)).outcome == claims.NOT_MEASURED
 
 
 # -- 3.3 -----------------------------------------------------------------------------------------
@@ -362,21 +362,21 @@ def _additive(s):
 
 
 def test_3_3_held_when_multi_layer_losses_are_superadditive():
-    v = one(C.CLAIMS["3.3"].verdicts(additivity_grid(lambda s: DENSE + 3 * (_additive(s) - DENSE)), T))
-    assert v.outcome == C.HELD
+    v = one(claims.CLAIMS["3.3"].verdicts(additivity_grid(lambda s: DENSE + 3 * (_additive(s) - DENSE)), T))
+    assert v.outcome == claims.HELD
     assert v.statistic["rel_error"] == pytest.approx(2 / 3)
     assert v.statistic["spearman"] == pytest.approx(1.0)  # still ranked right: one-shot's premise
     assert v.n_distinct == 28  # C(8, 2) evaluated sets, split over two traces
 
 
 def test_3_3_not_held_when_losses_are_additive():
-    v = one(C.CLAIMS["3.3"].verdicts(additivity_grid(lambda s: _additive(s) + 1e-4 * (sum(s) % 3)), T))
-    assert v.outcome == C.NOT_HELD and v.statistic["rel_error"] < 0.01
+    v = one(claims.CLAIMS["3.3"].verdicts(additivity_grid(lambda s: _additive(s) + 1e-4 * (sum(s) % 3)), T))
+    assert v.outcome == claims.NOT_HELD and v.statistic["rel_error"] < 0.01
 
 
 def test_3_3_not_measured_without_multi_layer_sets():
-    v = one(C.CLAIMS["3.3"].verdicts(additivity_grid(_additive, sizes=(1,)), T))
-    assert v.outcome == C.NOT_MEASURED and "most: 0" in v.reason
+    v = one(claims.CLAIMS["3.3"].verdicts(additivity_grid(_additive, sizes=(1,)), T))
+    assert v.outcome == claims.NOT_MEASURED and "most: 0" in v.reason
 
 
 # -- grids are never pooled ----------------------------------------------------------------------
@@ -384,60 +384,60 @@ def test_3_3_not_measured_without_multi_layer_sets():
 def test_verdicts_never_pool_grids():
     ppl_only = [cell("ppl", s, [8, 9, 10], grid="a") for s in SEVEN]
     margin_only = [cell("margin", s, [1, 4, 6], grid="b") for s in SEVEN]
-    split = C.CLAIMS["5.1a"].verdicts(ppl_only + margin_only, T)
-    assert [(v.grid, v.outcome) for v in split] == [("a", C.NOT_MEASURED), ("b", C.NOT_MEASURED)]
+    split = claims.CLAIMS["5.1a"].verdicts(ppl_only + margin_only, T)
+    assert [(v.grid, v.outcome) for v in split] == [("a", claims.NOT_MEASURED), ("b", claims.NOT_MEASURED)]
     # the same results in one grid are measurable: pooling would have changed the verdict
     margin_only = [r.replace(identity=dataclasses.replace(r.identity, grid="a")) for r in margin_only]
-    assert one(C.CLAIMS["5.1a"].verdicts(ppl_only + margin_only, T)).outcome == C.HELD
+    assert one(claims.CLAIMS["5.1a"].verdicts(ppl_only + margin_only, T)).outcome == claims.HELD
 
 
 def test_each_grid_gets_its_own_verdict():
     agree = both([8, 9, 10], [1, 4, 7], grid="agree")
     disagree = both([[3 * (i % 4), 3 * (i % 4) + 1, 3 * (i % 4) + 2] for i in range(7)], [1, 4, 7], grid="split")
-    vs = C.CLAIMS["search-convergence"].verdicts(disagree + agree, T)
-    assert [(v.grid, v.outcome) for v in vs] == [("agree", C.HELD), ("split", C.HELD)]
+    vs = claims.CLAIMS["search-convergence"].verdicts(disagree + agree, T)
+    assert [(v.grid, v.outcome) for v in vs] == [("agree", claims.HELD), ("split", claims.HELD)]
     assert vs[0].statistic["jaccard"] == 1.0 and vs[1].statistic["jaccard"] < 1.0  # margin agrees in "split"
-    vs = C.judge_all(agree + [cell("ppl", "oneshot", [0, 1, 2], grid="b")], FAST)
-    assert [v.grid for v in vs] == ["agree"] * len(C.CLAIMS) + ["b"] * len(C.CLAIMS)
+    vs = claims.judge_all(agree + [cell("ppl", "oneshot", [0, 1, 2], grid="b")], FAST)
+    assert [v.grid for v in vs] == ["agree"] * len(claims.CLAIMS) + ["b"] * len(claims.CLAIMS)
 
 
 def test_only_the_papers_solutions_count():
     rows = both([8, 9, 10], [1, 4, 7])
     rows += [cell("ppl", "ga", [0, 1, 2], variant="wide"), cell("ppl", "exhaustive", [0, 1, 2]),
              cell("ppl", "ga", [0, 1, 2], seed=1), cell("kl", "ga", [0, 1, 2])]
-    v = one(C.CLAIMS["search-convergence"].verdicts(rows, T))
+    v = one(claims.CLAIMS["search-convergence"].verdicts(rows, T))
     assert v.statistic["jaccard"] == 1.0 and v.n_distinct == 2
 
 
 # -- sensitivity, thresholds, quotes, markdown ---------------------------------------------------
 
 def test_sensitivity_flips_where_the_statistic_crosses_the_threshold():
-    rows = C.sensitivity(cost_grid(1000), "search-cost", "min_ratio", [2.0, 9.99, 10.0, 10.01, 20.0], T)
+    rows = claims.sensitivity(cost_grid(1000), "search-cost", "min_ratio", [2.0, 9.99, 10.0, 10.01, 20.0], T)
     assert [(r["value"], r["outcome"]) for r in rows] == [
-        (2.0, C.HELD), (9.99, C.HELD), (10.0, C.HELD), (10.01, C.NOT_HELD), (20.0, C.NOT_HELD)]
+        (2.0, claims.HELD), (9.99, claims.HELD), (10.0, claims.HELD), (10.01, claims.NOT_HELD), (20.0, claims.NOT_HELD)]
     assert all(r["statistic"]["ratio"] == pytest.approx(10.0) for r in rows)
 
 
 def test_sensitivity_is_per_grid():
-    rows = C.sensitivity(both([8, 9, 10], [1, 4, 7], grid="x") + both([0, 1, 2], [0, 1, 2], grid="y"),
+    rows = claims.sensitivity(both([8, 9, 10], [1, 4, 7], grid="x") + both([0, 1, 2], [0, 1, 2], grid="y"),
                          "5.1b-depth", "min_depth", [0.05, 0.5], T)
     assert [(r["grid"], r["value"], r["outcome"]) for r in rows] == [
-        ("x", 0.05, C.HELD), ("x", 0.5, C.HELD), ("y", 0.05, C.HELD), ("y", 0.5, C.NOT_HELD)]
+        ("x", 0.05, claims.HELD), ("x", 0.5, claims.HELD), ("y", 0.05, claims.HELD), ("y", 0.5, claims.NOT_HELD)]
 
 
 def test_thresholds_load_from_the_file(tmp_path):
-    text = C.THRESHOLDS_FILE.read_text()
+    text = claims.THRESHOLDS_FILE.read_text()
     assert "Fixed before REPORT.md is regenerated" in text
     assert T["search-convergence"]["min_jaccard"] == 0.5 and T["5.3"]["x_axis"] == "c4_ppl"
-    for claim in C.CLAIMS.values():
+    for claim in claims.CLAIMS.values():
         assert set(claim.parameters) == set(T[claim.id]) and claim.threshold in claim.parameters
     edited = tmp_path / "claims.toml"
     edited.write_text(re.sub(r"min_jaccard = 0\.50", "min_jaccard = 0.90", text))
-    loaded = C.load_thresholds(edited)
+    loaded = claims.load_thresholds(edited)
     assert loaded["search-convergence"]["min_jaccard"] == 0.9
     sets = [[8, 9, 10]] * 6 + [[8, 9, 11]]  # mean pairwise Jaccard 0.857
-    assert one(C.CLAIMS["search-convergence"].verdicts(both(sets, sets), T)).outcome == C.HELD
-    assert one(C.CLAIMS["search-convergence"].verdicts(both(sets, sets), loaded)).outcome == C.NOT_HELD
+    assert one(claims.CLAIMS["search-convergence"].verdicts(both(sets, sets), T)).outcome == claims.HELD
+    assert one(claims.CLAIMS["search-convergence"].verdicts(both(sets, sets), loaded)).outcome == claims.NOT_HELD
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -447,15 +447,15 @@ def test_thresholds_load_from_the_file(tmp_path):
 ])
 def test_a_bad_thresholds_file_is_refused(tmp_path, edit, message):
     bad = tmp_path / "claims.toml"
-    bad.write_text(edit(C.THRESHOLDS_FILE.read_text()))
+    bad.write_text(edit(claims.THRESHOLDS_FILE.read_text()))
     with pytest.raises(ValueError, match=message):
-        C.load_thresholds(bad)
+        claims.load_thresholds(bad)
 
 
 @pytest.mark.skipif(not PAPER.is_file(), reason=f"{PAPER} absent (the paper's text is not shipped with the repo)")
 def test_every_quote_is_in_the_papers_own_text():
     text = " ".join(PAPER.read_text().split())
-    for claim in C.CLAIMS.values():
+    for claim in claims.CLAIMS.values():
         assert " ".join(claim.quote.split()) in text, claim.id
 
 
@@ -474,17 +474,17 @@ def test_render_claims_has_a_verdict_table_and_a_sensitivity_table_per_grid():
     """Per grid: a verdict table with one row per claim in CLAIMS order, stating the verdict's outcome
     and counts; a measures table captioning each rule; then one matrix of the [sweep] outcomes."""
     rows = both([8, 9, 10], [1, 4, 7], grid="a") + cost_grid(1000)
-    lines = C.render_claims(rows, FAST)
+    lines = claims.render_claims(rows, FAST)
     text = "\n".join(lines)
-    for claim in C.CLAIMS.values():
+    for claim in claims.CLAIMS.values():
         assert f"“{claim.quote}”" in text
-    verdicts = C.judge_all(rows, FAST)
-    numbers = C.quote_numbers()
+    verdicts = claims.judge_all(rows, FAST)
+    numbers = claims.quote_numbers()
     for grid in ("a", "g"):
         section = text.split(f"### Claims on grid `{grid}`")[1].split("### ")[0].splitlines()
         judged = [v for v in verdicts if v.grid == grid]
         table = _table_rows(section, "outcome")
-        assert [r[0] for r in table] == list(C.CLAIMS)
+        assert [r[0] for r in table] == list(claims.CLAIMS)
         assert table == [[v.claim.id, v.claim.section, f"[{numbers[v.claim.id]}]", f"**{v.outcome}**",
                           str(v.n_conditions), str(v.n_distinct)] for v in judged]
         measures = _table_rows(section, "held if")
@@ -492,25 +492,25 @@ def test_render_claims_has_a_verdict_table_and_a_sensitivity_table_per_grid():
             own = measures[[r[0] for r in measures].index(v.claim.id):][:len(v.measures)]
             assert [r[1] for r in own] == [m.name for m in v.measures]
             for rule in v.claim.rules:
-                caption = f"{rule.test.format(C.helpers.fmt(FAST[v.claim.id][rule.param]))} ({rule.param})"
+                caption = f"{rule.test.format(claims.helpers.fmt(FAST[v.claim.id][rule.param]))} ({rule.param})"
                 assert next(r for r in own if r[1] == rule.measure)[-1] == caption
         assert any(line.startswith(f"Sensitivity on grid `{grid}`") for line in section)
     matrix = _table_rows(text.split("### Sensitivity: threshold value × grid → outcome")[1].splitlines(), "parameter")
     expected = []
     for claim_id, sweep in FAST["sweep"].items():
         got = {(r["grid"], r["value"]): r["outcome"]
-               for r in C.sensitivity(rows, claim_id, sweep["param"], sweep["values"], FAST)}
+               for r in claims.sensitivity(rows, claim_id, sweep["param"], sweep["values"], FAST)}
         for k, value in enumerate(sweep["values"]):
             judged_mark = " (judged)" if FAST[claim_id][sweep["param"]] == value else ""
             expected.append([claim_id if k == 0 else "", sweep["param"] if k == 0 else "",
-                             C.helpers.fmt(value) + judged_mark, got[("a", value)], got[("g", value)]])
+                             claims.helpers.fmt(value) + judged_mark, got[("a", value)], got[("g", value)]])
     assert matrix == expected
     assert re.search(r"\| search-cost +\| Contributions .*\*\*HELD\*\*", text)
     assert re.search(r"\| 5\.2 .*\*\*NOT MEASURED\*\*", text)
 
 
 def test_rendered_rows_keep_their_columns():
-    lines = "\n".join(C.render_claims(shares_grid(), FAST)).splitlines()
+    lines = "\n".join(claims.render_claims(shares_grid(), FAST)).splitlines()
     header = next(line for line in lines if line.startswith("| claim "))
     row = next(line for line in lines if line.startswith("| 5.2 "))
     assert "abs" not in row
@@ -525,25 +525,25 @@ def test_5_3_counts_the_alignment_panel_as_more_points_of_its_condition():
             if r.identity.search in SEVEN[3:]:
                 r = r.replace(identity=dataclasses.replace(r.identity, search="rank", variant=f"q{r['removed'][0]}"))
             rows.append(r)
-    v = one(C.CLAIMS["5.3"].verdicts(rows, T))
-    assert v.outcome == C.HELD, v.reason
-    w = one(C.CLAIMS["5.3"].verdicts(rows, C.with_threshold(T, "5.3", "panel", [])))
-    assert w.outcome == C.NOT_MEASURED and "most distinct: 3" in w.reason
+    v = one(claims.CLAIMS["5.3"].verdicts(rows, T))
+    assert v.outcome == claims.HELD, v.reason
+    w = one(claims.CLAIMS["5.3"].verdicts(rows, claims.with_threshold(T, "5.3", "panel", [])))
+    assert w.outcome == claims.NOT_MEASURED and "most distinct: 3" in w.reason
 
 
 def test_every_claim_is_registered_once_in_the_order_of_claims_toml():
     """The registry holds one claim per family module's decorator, ordered as claims.toml's sections
     (the tables' order); registering a taken id again is refused and leaves the registry as it was."""
-    sections = [s for s in C.load_thresholds() if s not in ("general", "sweep")]  # the file's order
-    assert list(C.CLAIMS) == sections
-    for claim in C.CLAIMS.values():
+    sections = [s for s in claims.load_thresholds() if s not in ("general", "sweep")]  # the file's order
+    assert list(claims.CLAIMS) == sections
+    for claim in claims.CLAIMS.values():
         assert claim.judge is not None and claim.judge.__module__.startswith("depthprune.report.claims.")
         assert claim.rule(claim.rules[0].measure) == claim.rules[0] and claim.rule("no such measure") is None
-    before = dict(C.CLAIMS)
+    before = dict(claims.CLAIMS)
 
     def impostor(grid, rows, t, g):
         raise AssertionError("never judged")
 
     with pytest.raises(ValueError, match="'5.2' is registered twice"):
-        C.register(C.CLAIMS["5.2"])(impostor)
-    assert C.CLAIMS == before and C.CLAIMS["5.2"].judge is before["5.2"].judge
+        claims.register(claims.CLAIMS["5.2"])(impostor)
+    assert claims.CLAIMS == before and claims.CLAIMS["5.2"].judge is before["5.2"].judge

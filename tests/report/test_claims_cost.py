@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
-from depthprune.report import claims as C
-from depthprune.report import speed as P
+from depthprune.report import claims
+from depthprune.report import speed as report_speed
 from tests.fixtures import result_v2
 
-T = C.load_thresholds()
+T = claims.load_thresholds()
 SEARCHERS = ["oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs"]
 
 
@@ -31,25 +31,25 @@ def grid(prefill: list[float], decode: list[float], with_speed: bool = True) -> 
 
 
 def verdict(rows):
-    [v] = C.CLAIMS["inference-cost"].verdicts(rows, T)
+    [v] = claims.CLAIMS["inference-cost"].verdicts(rows, T)
     return v
 
 
 def test_held_when_both_speedups_track_the_blocks_removed():
     v = verdict(grid([1.24, 1.25, 1.26], [1.22, 1.25, 1.27]))
-    assert v.outcome == C.HELD and abs(v.statistic["prefill"] - 1.0) < 0.01
+    assert v.outcome == claims.HELD and abs(v.statistic["prefill"] - 1.0) < 0.01
 
 
 def test_not_held_when_decode_buys_much_less_than_the_blocks_removed():
     v = verdict(grid([1.24, 1.25, 1.26], [0.80, 0.81, 0.82]))  # r = 0.65: the head dominates decode
-    assert v.outcome == C.NOT_HELD and v.statistic["decode_high"] < 0.8
+    assert v.outcome == claims.NOT_HELD and v.statistic["decode_high"] < 0.8
 
 
 def test_not_measured_when_the_rounds_straddle_the_tolerance_or_there_is_no_speed():
     noisy = verdict(grid([1.24, 1.25, 1.26], [0.7, 1.25, 1.8]))
-    assert noisy.outcome == C.NOT_MEASURED and "cannot decide" in noisy.reason
+    assert noisy.outcome == claims.NOT_MEASURED and "cannot decide" in noisy.reason
     none = verdict(grid([1.25], [1.25], with_speed=False))
-    assert none.outcome == C.NOT_MEASURED and "depthprune speed --results" in none.reason
+    assert none.outcome == claims.NOT_MEASURED and "depthprune speed --results" in none.reason
 
 
 def test_an_archive_without_rounds_is_not_measured_and_says_why():
@@ -58,16 +58,16 @@ def test_an_archive_without_rounds_is_not_measured_and_says_why():
         for m in r["speed"]["measured"].values():
             del m["speedup"]["rounds"]
     v = verdict(rows)
-    assert v.outcome == C.NOT_MEASURED and "per-round" in v.reason
+    assert v.outcome == claims.NOT_MEASURED and "per-round" in v.reason
 
 
 def test_speed_attaches_by_grid_model_and_set_and_single_runs_are_not_read(tmp_path):
     rows = grid([1.25], [1.25], with_speed=False)
-    record = {"schema": P.SPEED_SCHEMA, "grid": rows[0].identity.grid, "machine": {"dtype": "float32"},
+    record = {"schema": report_speed.SPEED_SCHEMA, "grid": rows[0].identity.grid, "machine": {"dtype": "float32"},
               "sets": [{"model": "m", "removed": [3, 2, 1], **timed([1.3], [1.2])}]}
     (tmp_path / "speed-t.json").write_text(json.dumps(record))
     (tmp_path / "speed-one-run.json").write_text(json.dumps({"schema": "depthprune-speed/1", "model": "m"}))
-    attached = P.attach(rows, P.read_speed([tmp_path]))
+    attached = report_speed.attach(rows, report_speed.read_speed([tmp_path]))
     assert [("speed" in r) for r in attached] == [True] + [False] * 6 and "speed" not in rows[0]
 
 
@@ -77,6 +77,6 @@ def test_the_pareto_front_is_the_cells_nothing_beats_on_both():
         r = result_v2("m", "ppl", search, [1, 2], 2.0, metrics={"avg_acc": acc})
         rows.append(r.replace(speed=timed([speed], [speed])))
     grid = rows[0].identity.grid
-    pts = P.points(rows, {(grid, "m"): {"metrics": {"avg_acc": 0.8}}}, grid)
+    pts = report_speed.points(rows, {(grid, "m"): {"metrics": {"avg_acc": 0.8}}}, grid)
     assert {p["search"]: p["front"] for p in pts} == {"a": True, "b": True, "c": False, "d": False}
     assert {p["search"]: round(p["retained"], 1) for p in pts}["a"] == 75.0

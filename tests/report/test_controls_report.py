@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from depthprune.report import controls as C
+from depthprune.report import controls
 from depthprune.result import Result
 from tests.fixtures import stored_identity
 
@@ -32,7 +32,7 @@ def test_data_vs_loss_names_whichever_moves_the_sets(data_moves):
     a, b, c = ([1, 2, 3], [7, 8, 9], [7, 8, 9]) if data_moves else ([1, 2, 3], [1, 2, 3], [7, 8, 9])
     main = [res("main", "greedy", a, 1.0), res("main", "greedy", c, 1.0, objective="margin")]
     ctrl = [res("ctrl", "greedy", b, 1.0, variant="csdata")]
-    text = finding(C.data_vs_loss(ctrl, main))
+    text = finding(controls.data_vs_loss(ctrl, main))
     assert ("**data** moves" in text) == data_moves and ("**loss** moves" in text) == (not data_moves)
 
 
@@ -40,14 +40,14 @@ def test_data_vs_loss_names_whichever_moves_the_sets(data_moves):
 def test_prior_ablation_counts_worse_and_better(uniform_loss, word):
     main = [res("main", "ga", [1, 2, 3], 1.0)]
     ctrl = [res("ctrl", "ga", [4, 5, 6], uniform_loss, variant="uniform")]
-    assert word in finding(C.prior_ablation(ctrl, main))
+    assert word in finding(controls.prior_ablation(ctrl, main))
 
 
 def test_ground_truth_gap_is_zero_at_the_optimum_and_one_at_chance():
     sample = [[[i, i + 1, i + 2], 3.0] for i in range(5)]  # chance = median 3.0
     ctrl = [res("ctrl", "exhaustive", [0, 1, 2], 1.0), res("ctrl", "random", [0, 1, 3], 2.0, trace=sample)]
     main = [res("main", "oneshot", [0, 1, 2], 1.0), res("main", "greedy", [5, 6, 7], 3.0)]
-    lines = C.ground_truth(ctrl, main)
+    lines = controls.ground_truth(ctrl, main)
     text = finding(lines)
     assert "oneshot 0.000 (optimal in 1/1)" in text and "greedy 1.000 (optimal in 0/1)" in text
 
@@ -56,22 +56,22 @@ def test_seed_stability_is_one_for_identical_sets_and_the_spread_is_compared():
     main = [res("main", "greedy", [1, 2, 3], 1.0, acc=0.50), res("main", "oneshot", [1, 2, 4], 1.0, acc=0.40)]
     ctrl = [res("ctrl", "greedy", [1, 2, 3], 1.1, cseed=1, acc=0.52),
             res("ctrl", "greedy", [1, 2, 3], 1.2, cseed=2, acc=0.51)]
-    text = finding(C.seeds(ctrl, main))
+    text = finding(controls.seeds(ctrl, main))
     assert "greedy 1.00" in text and "median 2.0 points" in text and "median 10.0 points" in text
 
 
 def test_structural_baseline_and_missing_data_say_not_measured():
     main = [res("main", "oneshot", [1, 2, 3], 1.0, acc=0.5)]
     ctrl = [res("ctrl", "bi", [4, 5, 6], 1.5, acc=0.45)]
-    assert "worse calibration loss than oneshot's in 1 of 1" in finding(C.structural(ctrl, main))
-    for section in (C.structural, C.prior_ablation, C.data_vs_loss, C.seeds, C.ground_truth):
+    assert "worse calibration loss than oneshot's in 1 of 1" in finding(controls.structural(ctrl, main))
+    for section in (controls.structural, controls.prior_ablation, controls.data_vs_loss, controls.seeds, controls.ground_truth):
         assert section([], main)[0].startswith("Not measured")
 
 
 def test_controls_stay_out_of_the_main_tables(tmp_path):
-    lines = C.render_controls([res("main", "oneshot", [1, 2, 3], 1.0), res("ctrl", "bi", [4, 5, 6], 1.5)])
+    lines = controls.render_controls([res("main", "oneshot", [1, 2, 3], 1.0), res("ctrl", "bi", [4, 5, 6], 1.5)])
     assert any("Controls grid `ctrl`" in line for line in lines)
-    assert C.render_controls([res("main", "oneshot", [1, 2, 3], 1.0)]) == []
+    assert controls.render_controls([res("main", "oneshot", [1, 2, 3], 1.0)]) == []
 
 
 def panel_case(flip: bool, searchers=("oneshot", "greedy", "beam", "ga", "bo")):
@@ -93,20 +93,20 @@ def panel_case(flip: bool, searchers=("oneshot", "greedy", "beam", "ga", "bo")):
 @pytest.mark.parametrize("flip, word", [(True, "reverses"), (False, "keeps")])
 def test_alignment_panel_reports_both_and_whether_the_ordering_survives(flip, word):
     ctrl, main = panel_case(flip)
-    lines = C.alignment_panel(ctrl, main)
+    lines = controls.alignment_panel(ctrl, main)
     text = finding(lines)
     assert "ppl: searchers -1.00" in text and "margin: searchers +1.00" in text
     assert f"ppl: searchers -1.00, panel {1 if flip else -1:+.2f}" in text and word in text
     table = "\n".join(lines)
     assert "0.9050–1.4550" in table and "1.0000–1.2000" in table  # both loss ranges are stated
     assert "8 of 24 panel sets lie inside" in text
-    assert C.alignment_panel([], main)[0].startswith("Not measured")
+    assert controls.alignment_panel([], main)[0].startswith("Not measured")
 
 
 @pytest.mark.parametrize("flip, word", [(True, "not the direction"), (False, "the direction claim 5.3 states")])
 def test_alignment_panel_alone_when_the_searchers_agree_on_too_few_sets(flip, word):
     ctrl, main = panel_case(flip, searchers=("oneshot", "greedy"))
-    lines = C.alignment_panel(ctrl, main)
+    lines = controls.alignment_panel(ctrl, main)
     text = finding(lines)
     assert "ppl: searchers –" in text and "No condition's searchers-only ρ" in text and word in text
     assert "2 of 24 panel sets lie inside" in text
@@ -127,13 +127,13 @@ def test_claim_verdicts_are_rejudged_on_each_calibration_seed(same_sets):
     reseeded = [7, 8, 9] if same_sets else [1, 2, 3]
     ctrl = [res("ctrl", s, reseeded, 2.0 + 0.01 * i, objective="margin", cseed=c, acc=0.5)
             for i, s in enumerate(("oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs")) for c in (1, 2)]
-    lines = C.claim_seed_spread(ctrl, main)
+    lines = controls.claim_seed_spread(ctrl, main)
     row = next(line for line in "\n".join(lines).splitlines() if line.startswith("| 5.1a "))
     assert row.count("**HELD**") == (3 if same_sets else 1), row
     assert finding(lines).startswith("**Finding.** 0 of" if same_sets else "**Finding.** ")
     if not same_sets:
         assert not finding(lines).startswith("**Finding.** 0 of")
-    assert C.claim_seed_spread([], main)[0].startswith("Not measured")
+    assert controls.claim_seed_spread([], main)[0].startswith("Not measured")
 
 
 INTERVAL = r"\d+\.\d\s\[\d+\.\d,\s\d+\.\d\]"  # as Interval.points writes an accuracy (\s: no-break spaces too)
@@ -180,20 +180,20 @@ def test_every_accuracy_a_control_shows_carries_its_interval():
         res("ctrl", "bi", [4, 5, 6], 1.5), res("ctrl", "ga", [1, 2, 6], 1.0, variant="uniform"),
         res("ctrl", "greedy", [2, 3, 4], 1.0, variant="csdata"),
         res("ctrl", "greedy", [1, 2, 3], 1.1, cseed=1), res("ctrl", "greedy", [1, 3, 4], 1.2, cseed=2)))]
-    for section in (C.structural, C.prior_ablation, C.data_vs_loss, C.seeds):
+    for section in (controls.structural, controls.prior_ablation, controls.data_vs_loss, controls.seeds):
         lines = section(ctrl, main)
         cells = accuracy_cells(lines)
         assert cells and all(re.fullmatch(INTERVAL, c) for c in cells), (section.__name__, cells)
         assert all(len(line) <= 160 for text in lines for line in text.splitlines() if line.startswith("|"))
     # the differences on the same items carry their paired interval
-    assert re.search(r"[+-]\d+\.\d\s\[[+-]\d+\.\d,\s[+-]\d+\.\d\]", "\n".join(C.structural(ctrl, main)))
+    assert re.search(r"[+-]\d+\.\d\s\[[+-]\d+\.\d,\s[+-]\d+\.\d\]", "\n".join(controls.structural(ctrl, main)))
 
 
 def test_the_seed_verdict_table_is_narrow_and_its_reasons_are_listed_below():
     main = claim_grid([7, 8, 9])
     ctrl = [res("ctrl", s, [1, 2, 3], 2.0 + 0.01 * i, objective="margin", cseed=c, acc=0.5)
             for i, s in enumerate(("oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs")) for c in (1, 2)]
-    lines = C.claim_seed_spread(ctrl, main)
+    lines = controls.claim_seed_spread(ctrl, main)
     text = "\n".join(lines)
     assert all(len(line) <= 160 for line in text.splitlines() if line.startswith("|"))  # prose wraps on writing
     assert "| seed 0 " in text and "| seed 2 " in text  # the seeds side by side, one table

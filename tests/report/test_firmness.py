@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from depthprune.report import claims as C
-from depthprune.report import firmness as F
-from depthprune.report import verdicts as V
+from depthprune.report import claims, firmness, verdicts
 from depthprune.verify.replay import PARTIAL, REPLAYED, Decision
 from tests.fixtures import result_v2
 
@@ -39,59 +37,59 @@ def step(gap: float, position: int = 10) -> Decision:
 
 
 def test_a_decision_inside_the_band_and_one_outside():
-    inside = F.cell_firmness(cell(), [step(0.5), final(0.05)], REPLAYED, BAND, table())
-    assert inside.status == F.INSIDE and inside.inside == (final(0.05),) and inside.rival == (1, 2, 4)
+    inside = firmness.cell_firmness(cell(), [step(0.5), final(0.05)], REPLAYED, BAND, table())
+    assert inside.status == firmness.INSIDE and inside.inside == (final(0.05),) and inside.rival == (1, 2, 4)
     assert inside.ratio == pytest.approx(0.5)
-    firm = F.cell_firmness(cell(), [step(0.5), final(0.15)], REPLAYED, BAND, table())
-    assert firm.status == F.FIRM and firm.rival is None and firm.ratio == pytest.approx(1.5)
+    firm = firmness.cell_firmness(cell(), [step(0.5), final(0.15)], REPLAYED, BAND, table())
+    assert firm.status == firmness.FIRM and firm.rival is None and firm.ratio == pytest.approx(1.5)
 
 
 def test_a_step_inside_the_band_leaves_the_rival_answer_unknown():
-    c = F.cell_firmness(cell(), [step(0.01), final(0.05)], REPLAYED, BAND, table())
-    assert c.status == F.INSIDE and c.rival is None and c.smallest == step(0.01)
+    c = firmness.cell_firmness(cell(), [step(0.01), final(0.05)], REPLAYED, BAND, table())
+    assert c.status == firmness.INSIDE and c.rival is None and c.smallest == step(0.01)
 
 
 def test_batches_of_an_enumeration_or_population_are_not_decisions():
-    assert F.decisive(cell("ga"), [step(0.01), final(0.5)]) == [final(0.5)]
-    assert F.decisive(cell("greedy"), [step(0.01), final(0.5)]) == [step(0.01), final(0.5)]
-    c = F.cell_firmness(cell("rank"), [step(0.01), final(0.5)], REPLAYED, BAND, table())
-    assert c.status == F.FIRM
+    assert firmness.decisive(cell("ga"), [step(0.01), final(0.5)]) == [final(0.5)]
+    assert firmness.decisive(cell("greedy"), [step(0.01), final(0.5)]) == [step(0.01), final(0.5)]
+    c = firmness.cell_firmness(cell("rank"), [step(0.01), final(0.5)], REPLAYED, BAND, table())
+    assert c.status == firmness.FIRM
 
 
 def test_oneshot_cut_inside_the_band_swaps_the_two_singles():
     cut = Decision("prior", (3,), 0.50, (7,), 0.52, 0)
-    c = F.cell_firmness(cell("oneshot"), [cut], REPLAYED, BAND, table())
-    assert c.status == F.INSIDE and c.rival == (1, 2, 7)
-    greedy = F.cell_firmness(cell("greedy"), [cut], REPLAYED, BAND, table())
-    assert greedy.status == F.INSIDE and greedy.rival is None  # the cut only starts its path
+    c = firmness.cell_firmness(cell("oneshot"), [cut], REPLAYED, BAND, table())
+    assert c.status == firmness.INSIDE and c.rival == (1, 2, 7)
+    greedy = firmness.cell_firmness(cell("greedy"), [cut], REPLAYED, BAND, table())
+    assert greedy.status == firmness.INSIDE and greedy.rival is None  # the cut only starts its path
 
 
 def test_no_measured_band_is_not_measured_and_a_borrowed_one_does_not_count():
-    other_model = F.cell_firmness(cell(), [final(0.01)], REPLAYED, BAND, table(model="other"))
-    assert other_model.status == F.UNKNOWN and "no band measured" in other_model.why
+    other_model = firmness.cell_firmness(cell(), [final(0.01)], REPLAYED, BAND, table(model="other"))
+    assert other_model.status == firmness.UNKNOWN and "no band measured" in other_model.why
     fp32 = cell()
     fp32 = fp32.replace(environment={**fp32["environment"], "dtype": "torch.float32", "kernels": {}})
-    assert F.cell_firmness(fp32, [final(0.01)], REPLAYED, BAND, table()).status == F.UNKNOWN
-    assert F.cell_firmness(cell(), [final(0.01)], "failed", BAND, table()).status == F.UNKNOWN
+    assert firmness.cell_firmness(fp32, [final(0.01)], REPLAYED, BAND, table()).status == firmness.UNKNOWN
+    assert firmness.cell_firmness(cell(), [final(0.01)], "failed", BAND, table()).status == firmness.UNKNOWN
 
 
 def test_a_partial_replay_is_said():
-    c = F.cell_firmness(cell("bo"), [final(0.01)], PARTIAL, BAND, table())
-    assert c.status == F.INSIDE and c.partial
+    c = firmness.cell_firmness(cell("bo"), [final(0.01)], PARTIAL, BAND, table())
+    assert c.status == firmness.INSIDE and c.partial
 
 
 def test_substitution_takes_the_rivals_evaluation_from_the_cell_that_removed_it():
     mine = cell("greedy", (1, 2, 3), metrics={"avg_acc": 0.5})
     twin = cell("beam", (1, 2, 4), metrics={"avg_acc": 0.7}).replace(calibration_loss=2.05)
     other = cell("ga", (5, 6, 7), metrics={"avg_acc": 0.6})
-    c = F.cell_firmness(mine, [final(0.05)], REPLAYED, BAND, table())
-    out, n = F.substitute([mine, twin, other], [c])
+    c = firmness.cell_firmness(mine, [final(0.05)], REPLAYED, BAND, table())
+    out, n = firmness.substitute([mine, twin, other], [c])
     assert out[0]["removed"] == [1, 2, 4] and out[0]["metrics"] == {"avg_acc": 0.7}
     assert out[0]["calibration_loss"] == 2.05 and out[0].identity.search == "greedy" and n["substituted"] == 1
     assert out[1:] == [twin, other] and mine["removed"] == [1, 2, 3]  # nothing else changed, nothing mutated
-    alone, n = F.substitute([mine, other], [c])
+    alone, n = firmness.substitute([mine, other], [c])
     assert alone[0] is mine and n["rival not evaluated"] == 1
-    sets, n = F.substitute([mine, other], [c], evaluation=False)
+    sets, n = firmness.substitute([mine, other], [c], evaluation=False)
     assert sets[0]["removed"] == [1, 2, 4] and sets[0]["calibration_loss"] == 2.05 and n["substituted"] == 1
 
 
@@ -110,40 +108,40 @@ def convergence_grid(ppl_sets, margin_sets):
 def test_a_verdict_flips_when_the_rivals_cross_its_threshold_and_holds_when_they_do_not():
     # each condition: 3 searchers remove one set, 4 another: mean pairwise Jaccard 9/21 = 0.43 < 0.5 (NOT HELD);
     # if ppl's 4 took the 3's set as their rival, ppl's would be 1.0 and the median (0.71) would hold
-    t = C.load_thresholds()
+    t = claims.load_thresholds()
     rows = convergence_grid([(8, 9, 10)] * 3 + [(0, 1, 2)] * 4, [(1, 4, 7)] * 3 + [(0, 5, 11)] * 4)
-    before = C.CLAIMS["search-convergence"].verdicts(rows, t)[0]
-    assert before.outcome == C.NOT_HELD
-    rivals = [F.cell_firmness(r, [final(0.05, r["removed"], (8, 9, 10))], REPLAYED, BAND, table())
+    before = claims.CLAIMS["search-convergence"].verdicts(rows, t)[0]
+    assert before.outcome == claims.NOT_HELD
+    rivals = [firmness.cell_firmness(r, [final(0.05, r["removed"], (8, 9, 10))], REPLAYED, BAND, table())
               for r in rows if r["removed"] == [0, 1, 2]]
-    after = F.rejudge(rows, [before], {BAND: rivals}, t)[0]
-    assert after.changed == {("search-convergence", before.grid): (C.NOT_HELD, C.HELD)}
-    assert F.flippable([after]) == {("search-convergence", before.grid)}
+    after = firmness.rejudge(rows, [before], {BAND: rivals}, t)[0]
+    assert after.changed == {("search-convergence", before.grid): (claims.NOT_HELD, claims.HELD)}
+    assert firmness.flippable([after]) == {("search-convergence", before.grid)}
     # the same rivals outside the band: nothing is substituted, nothing changes
-    firm = [F.cell_firmness(r, [final(0.5, r["removed"], (8, 9, 10))], REPLAYED, BAND, table())
+    firm = [firmness.cell_firmness(r, [final(0.5, r["removed"], (8, 9, 10))], REPLAYED, BAND, table())
             for r in rows if r["removed"] == [0, 1, 2]]
-    assert F.rejudge(rows, [before], {BAND: firm}, t)[0].changed == {}
+    assert firmness.rejudge(rows, [before], {BAND: firm}, t)[0].changed == {}
     # a claim that reads the evaluation takes no rival that no cell evaluated (none is, here)
-    assert all(not C.CLAIMS[claim].reads_evaluation for claim, _ in after.changed)
+    assert all(not claims.CLAIMS[claim].reads_evaluation for claim, _ in after.changed)
 
 
 def test_the_matrix_marks_a_flippable_verdict_and_says_so():
     rows = convergence_grid([(8, 9, 10)] * 7, [(1, 4, 7)] * 7)
-    vs = C.judge_all(rows, C.load_thresholds())
-    plain = "\n".join(V.matrix(vs, []))
-    marked = "\n".join(V.matrix(vs, [], {("search-convergence", vs[0].grid)}))
-    assert V.FLIP_MARK not in plain and marked.count(V.FLIP_MARK) == 2  # the cell and the legend
+    vs = claims.judge_all(rows, claims.load_thresholds())
+    plain = "\n".join(verdicts.matrix(vs, []))
+    marked = "\n".join(verdicts.matrix(vs, [], {("search-convergence", vs[0].grid)}))
+    assert verdicts.FLIP_MARK not in plain and marked.count(verdicts.FLIP_MARK) == 2  # the cell and the legend
     assert "rounding can flip" in marked
 
 
 def test_the_page_and_section_render_every_band():
     rows = [cell(s, (1, 2, 3)) for s in ("greedy", "oneshot")]
-    assessed = {band: [F.cell_firmness(rows[0], [final(0.05)], REPLAYED, band, table()),
-                       F.cell_firmness(rows[1], [final(0.5)], REPLAYED, band, table())] for band in F.BANDS}
-    rj = F.rejudge(rows, C.judge_all(rows, C.load_thresholds()), assessed, C.load_thresholds())
-    page = "\n".join(F.page(assessed, rj))
-    assert all(f"## {band}" in page for band in F.BANDS) and "[1, 2, 4]" in page
-    section = "\n".join(F.section(assessed, rj, "reports/firmness.md"))
+    assessed = {band: [firmness.cell_firmness(rows[0], [final(0.05)], REPLAYED, band, table()),
+                       firmness.cell_firmness(rows[1], [final(0.5)], REPLAYED, band, table())] for band in firmness.BANDS}
+    rj = firmness.rejudge(rows, claims.judge_all(rows, claims.load_thresholds()), assessed, claims.load_thresholds())
+    page = "\n".join(firmness.page(assessed, rj))
+    assert all(f"## {band}" in page for band in firmness.BANDS) and "[1, 2, 4]" in page
+    section = "\n".join(firmness.section(assessed, rj, "reports/firmness.md"))
     assert "reports/firmness.md" in section and "| 2 " in section  # the grid's two cells
 
 
@@ -151,16 +149,16 @@ def test_a_followed_rival_is_taken_from_the_rivals_file_and_a_path_that_came_bac
     from depthprune.verify.firmness import decision_key, turned
 
     mine = cell("greedy", (1, 2, 3), metrics={"avg_acc": 0.5})
-    c = F.cell_firmness(mine, [step(0.01), final(0.5)], REPLAYED, BAND, table())
+    c = firmness.cell_firmness(mine, [step(0.01), final(0.5)], REPLAYED, BAND, table())
     key = (mine["cell"], decision_key(turned(c)))
-    assert F.substitute([mine], [c])[1]["rival unknown"] == 1
+    assert firmness.substitute([mine], [c])[1]["rival unknown"] == 1
     record = {"removed": [4, 5, 6], "calibration_loss": 2.2, "evaluated": True, "metrics": {"avg_acc": 0.9}}
-    out, n = F.substitute([mine], [c], rivals={key: record})
+    out, n = firmness.substitute([mine], [c], rivals={key: record})
     assert out[0]["removed"] == [4, 5, 6] and out[0]["metrics"] == {"avg_acc": 0.9}
     assert n["substituted"] == n["evaluated here"] == 1
     unevaluated = {key: {"removed": [4, 5, 6], "calibration_loss": 2.2}}
-    assert F.substitute([mine], [c], rivals=unevaluated)[1]["rival not evaluated"] == 1
-    assert F.substitute([mine], [c], False, unevaluated)[0][0]["removed"] == [4, 5, 6]
+    assert firmness.substitute([mine], [c], rivals=unevaluated)[1]["rival not evaluated"] == 1
+    assert firmness.substitute([mine], [c], False, unevaluated)[0][0]["removed"] == [4, 5, 6]
     back = {key: {"removed": [1, 2, 3], "calibration_loss": 2.0}}
-    out, n = F.substitute([mine], [c], rivals=back)
+    out, n = firmness.substitute([mine], [c], rivals=back)
     assert out[0] is mine and n["same set"] == 1

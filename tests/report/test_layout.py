@@ -10,17 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from depthprune.report import claims as C
-from depthprune.report import intervals as I
-from depthprune.report import verdicts as V
+from depthprune.report import claims, intervals
+from depthprune.report import verdicts as report_verdicts
 from depthprune.report.variance import share_rows
 from depthprune.report.wrap import _RISKY, WIDTH, wrap_markdown
 from tests.noise_grids import grid_results
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT = ROOT / "REPORT.md"
-T = C.load_thresholds()
-FAST = C.with_threshold(C.with_threshold(T, "5.2", "n_resamples", 200), "5.3", "n_resamples", 200)
+T = claims.load_thresholds()
+FAST = claims.with_threshold(claims.with_threshold(T, "5.2", "n_resamples", 200), "5.3", "n_resamples", 200)
 
 
 PAGES = sorted((ROOT / "reports").glob("*.md"))
@@ -56,7 +55,7 @@ def test_the_first_screen_is_the_verdict_matrix_and_a_line_per_claim():
     lines = REPORT.read_text(encoding="utf-8").splitlines()
     first = "\n".join(lines[:50])
     assert "## Verdicts" in first and "| claim " in first and "What was found" in first
-    assert all(f"- **{c}** (" in "\n".join(lines[:60]) for c in C.CLAIMS)
+    assert all(f"- **{c}** (" in "\n".join(lines[:60]) for c in claims.CLAIMS)
 
 
 def test_wrapping_keeps_every_word_and_never_starts_a_line_with_markup():
@@ -71,22 +70,22 @@ def test_wrapping_keeps_every_word_and_never_starts_a_line_with_markup():
 
 
 def test_a_verdicts_statistic_splits_into_measures():
-    v = C.Verdict(C.CLAIMS["5.2"], "g", C.NOT_MEASURED, {"D_a": 0.5, "D_a_low": 0.1, "D_a_high": 0.9, "D_a_mde": 0.3,
+    v = claims.Verdict(claims.CLAIMS["5.2"], "g", claims.NOT_MEASURED, {"D_a": 0.5, "D_a_low": 0.1, "D_a_high": 0.9, "D_a_mde": 0.3,
                                                           "n_items_mde": 2.0, "extra": None}, {}, 1, 2, "why")
     assert [(m.name, m.value, m.low, m.high, m.mde) for m in v.measures] == [
         ("D_a", 0.5, 0.1, 0.9, 0.3), ("n_items_mde", 2.0, None, None, None), ("extra", None, None, None, None)]
 
 
 def test_every_claim_has_a_gist_and_its_threshold_a_rule():
-    for claim in C.CLAIMS.values():
+    for claim in claims.CLAIMS.values():
         assert claim.gist, claim.id
         params = {r.param for r in claim.rules}
         assert claim.threshold in params and params <= set(claim.parameters), claim.id
 
 
 def test_the_matrix_has_a_column_per_grid_and_says_not_run_for_declared_grids_without_results():
-    verdicts = C.judge_all(grid_results(0, n_items=200, n_windows=16), FAST)
-    lines = V.matrix(verdicts, ["paper", "noise"])  # a declared grid with results is no NOT RUN column
+    verdicts = claims.judge_all(grid_results(0, n_items=200, n_windows=16), FAST)
+    lines = report_verdicts.matrix(verdicts, ["paper", "noise"])  # a declared grid with results is no NOT RUN column
     rows = lines[0].splitlines()
     assert [c.strip() for c in rows[0].split("|")[3:-1]] == ["`noise`", "`paper`"]
     five_two = next(r for r in rows if r.startswith("| 5.2 "))
@@ -94,14 +93,14 @@ def test_the_matrix_has_a_column_per_grid_and_says_not_run_for_declared_grids_wi
     assert f"**{v.outcome}** ({v.n_conditions} · {v.n_distinct}; MDE " in five_two
     # NOT RUN with a no-break space: a browser squeezing the table keeps it on one line
     assert five_two.rstrip(" |").endswith("NOT\u00a0RUN") and "`paper`" in lines[-1]
-    assert all(len(r) <= V.WIDTH for r in rows)
+    assert all(len(r) <= report_verdicts.WIDTH for r in rows)
     # the statistics whose MDE a cell gives are named in the legend, not in a column of their own
     assert "MDE of" not in rows[0] and "5.2 D_c4_ppl, D_avg_acc" in lines[-1]
 
 
 def test_pooled_variance_shares_are_the_5_2_verdicts_statistic():
     rows = grid_results(3, n_items=200, n_windows=16, acc_searcher=0.03)
-    [v] = C.CLAIMS["5.2"].verdicts(rows, FAST)
+    [v] = claims.CLAIMS["5.2"].verdicts(rows, FAST)
     pooled = {r.metric: r for r in share_rows(rows, FAST) if r.model == "pooled"}
     assert pooled["log C4 perplexity"].corrected.gap == pytest.approx(v.statistic["D_c4_ppl"])
     assert pooled["avg accuracy"].corrected.gap == pytest.approx(v.statistic["D_avg_acc"])
@@ -114,21 +113,21 @@ def test_an_accuracy_interval_is_seeded_and_contains_its_value():
     rng = np.random.default_rng(0)
     bits = "".join("1" if x else "0" for x in rng.random(800) < 0.62)
     r = {"item_outcomes": {"t": {"acc": bits}}, "item_clusters": {}}
-    a = I.accuracy(r, ["t"], lambda _t: "acc")
-    assert a == I.accuracy(r, ["t"], lambda _t: "acc") and a.low < a.value < a.high
-    assert a != I.accuracy(r, ["t"], lambda _t: "acc", seed=1)
-    w = I.wilson(a.value, len(bits))  # no clusters: the bootstrap and Wilson agree at 800 items
+    a = intervals.accuracy(r, ["t"], lambda _t: "acc")
+    assert a == intervals.accuracy(r, ["t"], lambda _t: "acc") and a.low < a.value < a.high
+    assert a != intervals.accuracy(r, ["t"], lambda _t: "acc", seed=1)
+    w = intervals.wilson(a.value, len(bits))  # no clusters: the bootstrap and Wilson agree at 800 items
     assert a.low == pytest.approx(w.low, abs=0.01) and a.high == pytest.approx(w.high, abs=0.01)
-    assert I.accuracy({"item_outcomes": {}}, ["t"], lambda _t: "acc") is None
+    assert intervals.accuracy({"item_outcomes": {}}, ["t"], lambda _t: "acc") is None
     assert re.fullmatch(r"\d+\.\d \[\d+\.\d, \d+\.\d\]", a.points())
     half = 1.96 * math.sqrt(0.25 / 10_000)
-    assert I.wilson(0.5, 10_000).high == pytest.approx(0.5 + half, rel=1e-3)
+    assert intervals.wilson(0.5, 10_000).high == pytest.approx(0.5 + half, rel=1e-3)
 
 
 def test_a_task_answered_all_right_still_has_an_interval():
     r = {"item_outcomes": {"t": {"acc": "1" * 200}}}
-    a = I.accuracy(r, ["t"], lambda _t: "acc")
-    assert a.value == a.high == pytest.approx(1.0) and a.low == pytest.approx(I.wilson(1.0, 200).low) and a.low < 0.99
+    a = intervals.accuracy(r, ["t"], lambda _t: "acc")
+    assert a.value == a.high == pytest.approx(1.0) and a.low == pytest.approx(intervals.wilson(1.0, 200).low) and a.low < 0.99
 
 
 def test_an_interval_never_breaks_inside_a_table_cell():

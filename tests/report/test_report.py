@@ -9,9 +9,7 @@ import re
 import pytest
 
 from depthprune.grid.results import write_result
-from depthprune.report import analysis as A
-from depthprune.report import verdicts as V
-from depthprune.report import write_report
+from depthprune.report import analysis, verdicts, write_report
 from tests.fixtures import result_v2
 
 
@@ -21,18 +19,18 @@ def _cell(model, objective, search, removed, loss, acc, evals=10, budget=3, n_la
 
 
 def test_set_statistics():
-    assert A.jaccard([1, 2], [2, 3]) == pytest.approx(1 / 3)
-    assert A.contiguity([3, 4, 9]) == pytest.approx(2 / 3)
-    assert A.relative_depth([0, 11], 12) == pytest.approx(0.5)
-    assert A.mean_pairwise_jaccard([[1, 2], [1, 2], [3, 4]]) == pytest.approx(1 / 3)
+    assert analysis.jaccard([1, 2], [2, 3]) == pytest.approx(1 / 3)
+    assert analysis.contiguity([3, 4, 9]) == pytest.approx(2 / 3)
+    assert analysis.relative_depth([0, 11], 12) == pytest.approx(0.5)
+    assert analysis.mean_pairwise_jaccard([[1, 2], [1, 2], [3, 4]]) == pytest.approx(1 / 3)
 
 
 def test_alignment_sign_and_small_n_note():
     rows = [_cell("m", "margin", s, [i], loss=1 + i, acc=0.9 - 0.1 * i) for i, s in enumerate("abcdef")]
-    corr = A.alignment(rows)
+    corr = analysis.alignment(rows)
     assert corr.rho == pytest.approx(1.0) and corr.n == 6 and corr.note == ""
     rows = [_cell("m", "ppl", s, [i % 2], loss=1 + i, acc=0.5 + 0.1 * i) for i, s in enumerate("abcd")]
-    corr = A.alignment(rows)
+    corr = analysis.alignment(rows)
     assert corr.rho == pytest.approx(-1.0) and "only 2 distinct" in corr.note
 
 
@@ -41,7 +39,7 @@ def test_variance_shares_separate_objective_from_searcher():
     for o, base in (("ppl", 1.0), ("margin", 2.0)):
         for s, bump in (("a", 0.0), ("b", 0.01), ("c", 0.02)):
             rows.append(_cell("m", o, s, [1], loss=1, acc=base + bump))
-    vs = A.variance_shares(rows, "avg_acc")
+    vs = analysis.variance_shares(rows, "avg_acc")
     assert vs.objective > 0.99 and vs.searcher < 0.01 and vs.n == 6
 
 
@@ -64,7 +62,7 @@ def test_report_end_to_end(tmp_path):
     assert header.index("`t`") < header.index("`big`") and "`ctl`" not in header
     row_51a = next(line for line in matrix.splitlines() if line.startswith("| 5.1a "))
     # ppl removes 7,8,9 under every searcher, margin a scattered set: 5.1a holds on this grid
-    assert "**HELD**" in row_51a and "NOT HELD" not in row_51a and row_51a.rstrip(" |").endswith(V.NOT_RUN_CELL), row_51a
+    assert "**HELD**" in row_51a and "NOT HELD" not in row_51a and row_51a.rstrip(" |").endswith(verdicts.NOT_RUN_CELL), row_51a
     assert "## Grids not run yet" in text and "`big` (" in text and "the big one" in text
     claims = text[text.index("## The claims in detail"):text.index("## Objective vs searcher")]
     assert "reshape the resulting sets of pruned layers" in claims
@@ -76,7 +74,7 @@ def test_report_end_to_end(tmp_path):
     assert (tmp_path / "figures" / "heatmap-t-m-ppl.png").stat().st_size > 1000
     assert (tmp_path / "figures" / "cost-quality-t.png").exists()
     alone = write_report([results], tmp_path / "R2.md", cases_dir=None).read_text()
-    assert "NOT RUN" not in alone and V.NOT_RUN_CELL not in alone
+    assert "NOT RUN" not in alone and verdicts.NOT_RUN_CELL not in alone
 
 
 def test_a_stale_page_goes_and_a_hand_written_one_stays(tmp_path):
@@ -102,12 +100,12 @@ def test_paired_difference_sees_a_real_gap_and_not_noise():
     a = {t: {"acc": better, "acc_norm": better} for t in ("hellaswag", "boolq")}
     b = {t: {"acc": base, "acc_norm": base} for t in ("hellaswag", "boolq")}
     c = {t: {"acc": noisy, "acc_norm": noisy} for t in ("hellaswag", "boolq")}
-    real = A.paired_difference(a, b, ("hellaswag", "boolq"), headline)
+    real = analysis.paired_difference(a, b, ("hellaswag", "boolq"), headline)
     assert real.delta > 0.1 and real.distinguishable and real.n_items == 400
-    noise = A.paired_difference(c, b, ("hellaswag", "boolq"), headline)
+    noise = analysis.paired_difference(c, b, ("hellaswag", "boolq"), headline)
     assert abs(noise.delta) < 0.03 and not noise.distinguishable
-    assert A.paired_difference(a, {}, ("hellaswag",), headline) is None
-    assert A.paired_difference(a, b, ("hellaswag",), headline, seed=1) != A.paired_difference(a, b, ("hellaswag",), headline, seed=2)
+    assert analysis.paired_difference(a, {}, ("hellaswag",), headline) is None
+    assert analysis.paired_difference(a, b, ("hellaswag",), headline, seed=1) != analysis.paired_difference(a, b, ("hellaswag",), headline, seed=2)
 
 
 def test_noise_section_judges_each_solution_against_oneshot():
@@ -119,11 +117,11 @@ def test_noise_section_judges_each_solution_against_oneshot():
     rows = [_cell("m", "ppl", "oneshot", [1, 2], 1.0, 0.5), _cell("m", "ppl", "greedy", [3, 4], 1.0, 0.75),
             _cell("m", "ppl", "beam", [1, 2], 1.0, 0.5)]
     rows = [r.replace(item_outcomes=outcomes(s)) for r, s in zip(rows, (bad, good, bad))]
-    text = "\n".join(_noise_section(A.by_condition(rows)))
+    text = "\n".join(_noise_section(analysis.by_condition(rows)))
     assert "1 of 1 different solutions differ from oneshot's beyond the evaluation's noise" in text
     assert re.search(r"\| greedy +\| \+25\.0 +\| \[\+2\d\.\d,\s\+2\d\.\d\] +\| yes", text), text
     assert re.search(r"\| beam +\| same set", text)
-    assert "Not measured" in "\n".join(_noise_section(A.by_condition([_cell("m", "ppl", "oneshot", [1], 1.0, 0.5)])))
+    assert "Not measured" in "\n".join(_noise_section(analysis.by_condition([_cell("m", "ppl", "oneshot", [1], 1.0, 0.5)])))
 
 
 def test_a_real_profile_grid_gets_its_own_columns_section_and_single_layer_figure(tmp_path):
@@ -192,10 +190,10 @@ def test_the_bootstraps_vectorised_spearman_is_scipys_spearmanr_row_by_row():
             b = rng.normal(size=(9, n))
             if kind == "constant":
                 a[0] = 1.0
-            got = A._spearman_along(a, b)
+            got = analysis._spearman_along(a, b)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 want = np.array([stats.spearmanr(x, y).statistic for x, y in zip(a, b)])
             assert np.array_equal(np.isnan(got), np.isnan(want))
             assert np.allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=0, atol=1e-12)
-            assert np.allclose(A._spearman_along(a.T, b.T, axis=0), got, rtol=0, atol=1e-15, equal_nan=True)
+            assert np.allclose(analysis._spearman_along(a.T, b.T, axis=0), got, rtol=0, atol=1e-15, equal_nan=True)

@@ -19,13 +19,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from depthprune.grid.results import iter_dense, iter_results
-from depthprune.report import analysis as A
-from depthprune.report import claims
-from depthprune.report import firmness as F
-from depthprune.report import readme as R
-from depthprune.report import sections as S
-from depthprune.report import speed as P
-from depthprune.report import tables as T
+from depthprune.report import analysis, claims, firmness, sections, tables
+from depthprune.report import readme as report_readme
+from depthprune.report import speed as report_speed
 from depthprune.report.baselines import render_task_baselines
 from depthprune.report.controls import is_control, render_controls
 from depthprune.report.grids import declared_grids, partial_grids, partial_lines
@@ -45,14 +41,14 @@ def _page(title: str, report_link: str, body: list[str]) -> list[str]:
             "", *body]
 
 
-def _grid_page(grid: str, results: list[Result], dense) -> S.Page:
+def _grid_page(grid: str, results: list[Result], dense) -> sections.Page:
     mine = [r for r in results if r.identity.grid == grid]
-    conds = A.by_condition(mine)
-    return S.Page(f"Grid `{grid}`: the per-condition tables", [
-        "## Results per model, objective and budget", "", *T.results_section(mine, conds, dense),
-        "## Calibration loss vs accuracy (Spearman)", "", *T.spearman_section(conds), "",
-        "## Overlap of removed sets", "", *T.overlap_section(conds), "",
-        "## Accuracy differences against evaluation noise", "", *T.noise_section(conds), ""])
+    conds = analysis.by_condition(mine)
+    return sections.Page(f"Grid `{grid}`: the per-condition tables", [
+        "## Results per model, objective and budget", "", *tables.results_section(mine, conds, dense),
+        "## Calibration loss vs accuracy (Spearman)", "", *tables.spearman_section(conds), "",
+        "## Overlap of removed sets", "", *tables.overlap_section(conds), "",
+        "## Accuracy differences against evaluation noise", "", *tables.noise_section(conds), ""])
 
 
 def _write(path: Path, lines: list[str]) -> None:
@@ -63,7 +59,7 @@ def reported(results_dirs: Iterable[str | Path]) -> tuple[list[Result], list[Res
     """(every result the report reads, the main grids' results the verdicts judge): CI slices are
     never reported (cheaper repeats), controls only in their own sections."""
     dirs = [Path(d) for d in results_dirs]
-    every = P.attach([r for r in iter_results(dirs) if r.get("grid_kind") != "slice"], P.read_speed(dirs))
+    every = report_speed.attach([r for r in iter_results(dirs) if r.get("grid_kind") != "slice"], report_speed.read_speed(dirs))
     return every, [r for r in every if not is_control(r)]
 
 
@@ -75,7 +71,7 @@ def readme_block(results_dirs: Iterable[str | Path], readme: str | Path, report:
     declared = declared_grids(cases_dir)
     not_run = [d.name for d in declared if d.name not in grids]
     in_part = list(partial_grids([d for d in declared if d.name in grids], results))
-    return R.block(claims.judge_all(results, claims.load_thresholds()), not_run, readme, report, in_part)
+    return report_readme.block(claims.judge_all(results, claims.load_thresholds()), not_run, readme, report, in_part)
 
 
 def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.md",
@@ -90,56 +86,56 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     every, results = reported(dirs)
     dense = {(d["grid"], d["model"]): d for d in iter_dense(dirs)}
     out = Path(out)
-    if readme is not None and not R.has_block(readme):
+    if readme is not None and not report_readme.has_block(readme):
         raise ValueError(f"{readme}: no verdict block to rewrite (a line starting '<!-- verdicts:start' and one "
-                         f"'{R.END}')")
+                         f"'{report_readme.END}')")
     figures = Path(figures_dir) if figures_dir is not None else out.parent / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     reports = Path(reports_dir) if reports_dir is not None else out.parent / "reports"
-    grids = A.grids_of(results)
+    grids = analysis.grids_of(results)
     thresholds = claims.load_thresholds()
     verdicts = claims.judge_all(results, thresholds)
-    assessed = F.assess(every)
+    assessed = firmness.assess(every)
     rivals = read_rivals(sorted(p for d in dirs for p in d.glob("rivals-*.json")))
-    rejudged = F.rejudge(results, verdicts, assessed, thresholds, rivals)
+    rejudged = firmness.rejudge(results, verdicts, assessed, thresholds, rivals)
     declared = declared_grids(cases_dir)
     missing = [d for d in declared if d.name not in grids]
     partly = partial_grids([d for d in declared if d.name in grids], results)
     task_baselines, task_baselines_page = render_task_baselines()
-    x = S.Inputs(
+    x = sections.Inputs(
         command=command, dirs=dirs, out=out, every=every, results=results, dense=dense, grids=grids,
-        controls_grids=A.grids_of(r for r in every if is_control(r)), thresholds=thresholds,
-        verdicts=verdicts, assessed=assessed, rejudged=rejudged, flips=F.flippable(rejudged), missing=missing,
+        controls_grids=analysis.grids_of(r for r in every if is_control(r)), thresholds=thresholds,
+        verdicts=verdicts, assessed=assessed, rejudged=rejudged, flips=firmness.flippable(rejudged), missing=missing,
         not_run=[d.name for d in missing], partial=partial_lines(partly), in_part=list(partly),
-        figure_paths=figures_for(A.by_condition(results), figures, grids, dense), controls=render_controls(every),
+        figure_paths=figures_for(analysis.by_condition(results), figures, grids, dense), controls=render_controls(every),
         precision=render_precision(every, reference_dir), task_baselines=task_baselines)
 
     x.pages = {f"{g}.md": _grid_page(g, results, dense) for g in grids}
     if x.controls:
-        x.pages[f"{'-'.join(x.controls_grids)}.md"] = S.Page("Controls: what the paper could not vary", x.controls)
+        x.pages[f"{'-'.join(x.controls_grids)}.md"] = sections.Page("Controls: what the paper could not vary", x.controls)
     if x.precision:
-        x.pages["precision.md"] = S.Page("Precision control: bf16 against float32", x.precision)
+        x.pages["precision.md"] = sections.Page("Precision control: bf16 against float32", x.precision)
     if task_baselines_page:
-        x.pages["baselines.md"] = S.Page("Task baselines: every reader of every other task", task_baselines_page)
-    x.pages[S.FIRMNESS_PAGE] = S.Page(S.FIRMNESS_TITLE, F.page(assessed, rejudged))
-    speed = P.read_speed(dirs)
-    x.speed_points = {g: P.points(results, dense, g) for g in grids if any(k[0] == g for k in speed)}
-    x.speed_machines = {g: P.machine_line(speed, g) for g in x.speed_points}
-    x.speed_figures = [f for g, pts in x.speed_points.items() if (f := P.figure(pts, figures, g)) is not None]
+        x.pages["baselines.md"] = sections.Page("Task baselines: every reader of every other task", task_baselines_page)
+    x.pages[sections.FIRMNESS_PAGE] = sections.Page(sections.FIRMNESS_TITLE, firmness.page(assessed, rejudged))
+    speed = report_speed.read_speed(dirs)
+    x.speed_points = {g: report_speed.points(results, dense, g) for g in grids if any(k[0] == g for k in speed)}
+    x.speed_machines = {g: report_speed.machine_line(speed, g) for g in x.speed_points}
+    x.speed_figures = [f for g, pts in x.speed_points.items() if (f := report_speed.figure(pts, figures, g)) is not None]
     if x.speed_points:
-        x.pages[S.SPEED_PAGE] = S.Page(S.SPEED_TITLE, P.page(x.speed_points, x.speed_machines))
-    x.page_link = {name: S.link(reports / name, out.parent) for name in x.pages}
+        x.pages[sections.SPEED_PAGE] = sections.Page(sections.SPEED_TITLE, report_speed.page(x.speed_points, x.speed_machines))
+    x.page_link = {name: sections.link(reports / name, out.parent) for name in x.pages}
 
-    _write(out, [line for section in S.SECTIONS for line in section(x)])
+    _write(out, [line for section in sections.SECTIONS for line in section(x)])
     reports.mkdir(parents=True, exist_ok=True)
     for stale in reports.glob("*.md"):
         if stale.name not in x.pages and stale.read_text(encoding="utf-8").startswith(GENERATED):
             stale.unlink()
-    to_report = S.link(out, reports)
+    to_report = sections.link(out, reports)
     for name, page in x.pages.items():
         _write(reports / name, _page(page.title, to_report, page.body))
     if readme is not None:
-        R.rewrite(readme, R.block(verdicts, x.not_run, readme, out, x.in_part))
+        report_readme.rewrite(readme, report_readme.block(verdicts, x.not_run, readme, out, x.in_part))
     return out
 
 

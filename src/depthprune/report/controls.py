@@ -16,8 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from depthprune.report import analysis as A
-from depthprune.report import tables as T
+from depthprune.report import analysis, tables
 from depthprune.report.cells import fmt as _f
 from depthprune.report.cells import layers as _layers
 from depthprune.report.cells import table as _fit
@@ -57,8 +56,8 @@ def _table(rows: list[list[Any]], headers: list[str], keys: int = 1) -> str:
 
 def _headline(r: Result) -> tuple[list[str], Any]:
     """The tasks a result's avg_acc averages and each task's headline metric (its profile's)."""
-    prof = T.profile_of([r])
-    return T.evaluated_tasks([r], prof), prof.headline_metric
+    prof = tables.profile_of([r])
+    return tables.evaluated_tasks([r], prof), prof.headline_metric
 
 
 def _acc_ci(r: Result | None) -> str:
@@ -67,19 +66,19 @@ def _acc_ci(r: Result | None) -> str:
     if r is None or _acc(r) is None:
         return "–"
     tasks, headline = _headline(r)
-    return T.accuracy_cell(r, tasks, headline, _acc(r))
+    return tables.accuracy_cell(r, tasks, headline, _acc(r))
 
 
-def _paired(a: Result, b: Result) -> A.PairedDifference | None:
+def _paired(a: Result, b: Result) -> analysis.PairedDifference | None:
     """avg-acc(a) − avg-acc(b) over the same items with its paired 95% interval; None without outcomes."""
     if not a.get("item_outcomes") or not b.get("item_outcomes"):
         return None
     tasks, headline = _headline(a)
     tasks = [t for t in tasks if t in a["item_outcomes"] and t in b["item_outcomes"]]
-    return A.paired_difference(a["item_outcomes"], b["item_outcomes"], tasks, headline) if tasks else None
+    return analysis.paired_difference(a["item_outcomes"], b["item_outcomes"], tasks, headline) if tasks else None
 
 
-def _delta(d: A.PairedDifference | None) -> str:
+def _delta(d: analysis.PairedDifference | None) -> str:
     return "–" if d is None else f"{100 * d.delta:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]"
 
 
@@ -99,7 +98,7 @@ def ground_truth(ctrl: list[Result], main: list[Result]) -> list[str]:
             continue
         opt = ex["calibration_loss"] if ex else None
         ref = opt if opt is not None else min(r["calibration_loss"] for r in searchers.values())
-        for name, r in sorted(searchers.items(), key=lambda kv: A.searcher_rank(kv[0])):
+        for name, r in sorted(searchers.items(), key=lambda kv: analysis.searcher_rank(kv[0])):
             gap = None
             if chance is not None and chance > ref:
                 gap = (r["calibration_loss"] - ref) / (chance - ref)
@@ -112,7 +111,7 @@ def ground_truth(ctrl: list[Result], main: list[Result]) -> list[str]:
         return ["Not measured: needs the controls grid's exhaustive/random cells and the main grid's cells."]
     n_opt = len({(k[0], k[1], k[3]) for k in c if k[2] == "exhaustive"})
     summary = "; ".join(f"{n} {_f(statistics.median(g), 3)}" + (f" (optimal in {optimal[n]}/{n_opt})" if n_opt else "")
-                        for n, g in sorted(gaps.items(), key=lambda kv: A.searcher_rank(kv[0])))
+                        for n, g in sorted(gaps.items(), key=lambda kv: analysis.searcher_rank(kv[0])))
     return ["Calibration loss of each searcher's solution (main grid) against the optimum (exhaustive, M=3 only) "
             "and chance (median loss of 32 uniformly random sets; 'random best' = the best of them). "
             "gap = (loss − optimum) / (chance − optimum): 0 = optimal, 1 = no better than a random set; at M "
@@ -142,7 +141,7 @@ def structural(ctrl: list[Result], main: list[Result]) -> list[str]:
             judged += 1
             beyond += d.distinguishable
         rows.append([model, objective, budget, _layers(bi["removed"]), _layers(one["removed"]),
-                     _f(A.jaccard(bi["removed"], one["removed"]), 2), _f(bi["calibration_loss"], 4),
+                     _f(analysis.jaccard(bi["removed"], one["removed"]), 2), _f(bi["calibration_loss"], 4),
                      _f(one["calibration_loss"], 4), _f(best["calibration_loss"], 4), best.identity.search])
         accs.append([model, objective, budget, _acc_ci(bi), _acc_ci(one), _acc_ci(best),
                      "same set" if sorted(bi["removed"]) == sorted(one["removed"]) else _delta(d),
@@ -222,7 +221,7 @@ def data_vs_loss(ctrl: list[Result], main: list[Result]) -> list[str]:
         cm = m.get((r.identity.model, "margin", r.identity.search, r.identity.budget))
         if a is None or cm is None:
             continue
-        ja, jl = A.jaccard(a["removed"], r["removed"]), A.jaccard(r["removed"], cm["removed"])
+        ja, jl = analysis.jaccard(a["removed"], r["removed"]), analysis.jaccard(r["removed"], cm["removed"])
         j_data.append(ja)
         j_loss.append(jl)
         rows.append([r.identity.model, r.identity.budget, r.identity.search, _layers(a["removed"]),
@@ -265,7 +264,7 @@ def seeds(ctrl: list[Result], main: list[Result]) -> list[str]:
         sets = [runs[s]["removed"] for s in sorted(runs)]
         accs = [a for s in sorted(runs) if (a := _acc(runs[s])) is not None]
         ppls = [runs[s]["metrics"].get("c4_ppl") for s in sorted(runs) if runs[s]["metrics"].get("c4_ppl")]
-        jac = A.mean_pairwise_jaccard(sets)
+        jac = analysis.mean_pairwise_jaccard(sets)
         per_searcher[key[2]].append(jac)
         spread = 100 * (max(accs) - min(accs)) if len(accs) > 1 else None
         if spread is not None:
@@ -281,7 +280,7 @@ def seeds(ctrl: list[Result], main: list[Result]) -> list[str]:
         accs = [a for k, r in m.items() if (k[0], k[1], k[3]) == (model, objective, budget) and (a := _acc(r)) is not None]
         if len(accs) > 1:
             across.append(100 * (max(accs) - min(accs)))
-    summary = "; ".join(f"{n} {statistics.mean(v):.2f}" for n, v in sorted(per_searcher.items(), key=lambda kv: A.searcher_rank(kv[0])))
+    summary = "; ".join(f"{n} {statistics.mean(v):.2f}" for n, v in sorted(per_searcher.items(), key=lambda kv: analysis.searcher_rank(kv[0])))
     acc_rows = [[*key[:2], key[3], key[2], *(by_seed.get(s, "–") for s in seed_ids)] for key, by_seed in acc_cells]
     return ["Calibration seeds 0 (main grid), 1 and 2 (controls): the same searcher on three calibration samples of "
             "the same size. Stochastic searchers (ga) change their own seed with the calibration seed. Spread = max − "
@@ -299,12 +298,12 @@ def seeds(ctrl: list[Result], main: list[Result]) -> list[str]:
                 if across and statistics.median(spreads) >= statistics.median(across) else ".")]
 
 
-def _counts(c: A.Correlation | None) -> bool:
+def _counts(c: analysis.Correlation | None) -> bool:
     """A ρ that means something: defined, on enough distinct sets (the claims' min_distinct)."""
-    return c is not None and not math.isnan(c.rho) and c.distinct >= A.MIN_DISTINCT_FOR_SPEARMAN
+    return c is not None and not math.isnan(c.rho) and c.distinct >= analysis.MIN_DISTINCT_FOR_SPEARMAN
 
 
-def _corr(c: A.Correlation | None) -> str:
+def _corr(c: analysis.Correlation | None) -> str:
     """ρ [95% bootstrap interval] (n distinct); too few distinct sets say so instead of a number."""
     if c is None:
         return "–"
@@ -332,10 +331,10 @@ def alignment_panel(ctrl: list[Result], main: list[Result]) -> list[str]:
         inside = [r for r in panel if lo <= r["calibration_loss"] <= hi]
         inside_total, panel_total = inside_total + len(inside), panel_total + len(panel)
         variants = {
-            "searchers": A.alignment(searchers), "panel": A.alignment(panel),
-            "searchers + panel": A.alignment(searchers + panel),
-            "in range": A.alignment(searchers + inside),
-            "searchers + panel, c4 ppl": A.alignment(searchers + panel, x="c4_ppl"),
+            "searchers": analysis.alignment(searchers), "panel": analysis.alignment(panel),
+            "searchers + panel": analysis.alignment(searchers + panel),
+            "in range": analysis.alignment(searchers + inside),
+            "searchers + panel, c4 ppl": analysis.alignment(searchers + panel, x="c4_ppl"),
         }
         for name, c in variants.items():
             if c is not None and _counts(c):
@@ -383,15 +382,15 @@ def alignment_panel(ctrl: list[Result], main: list[Result]) -> list[str]:
             "", _table(corr_rows, ["model", "objective", "M", "ρ searchers", "ρ panel", "ρ searchers + panel",
                                    "ρ in range", "ρ c4 ppl (searchers + panel)"], keys=3),
             "", f"**Finding.** Median ρ per objective over the conditions whose ρ rests on ≥ "
-                f"{A.MIN_DISTINCT_FOR_SPEARMAN} distinct sets — " + "; ".join(
+                f"{analysis.MIN_DISTINCT_FOR_SPEARMAN} distinct sets — " + "; ".join(
                 f"{o}: searchers {say(o, 'searchers')}, panel {say(o, 'panel')}, searchers + panel "
                 f"{say(o, 'searchers + panel')}, in range {say(o, 'in range')}" for o in objectives) + "." + direction]
 
 
 def claim_seed_spread(ctrl: list[Result], main: list[Result]) -> list[str]:
     """The main grid's claim verdicts with its seed-0 cells swapped for each extra calibration seed's."""
-    from depthprune.report import claims as C
-    from depthprune.report.claims import helpers as H
+    from depthprune.report import claims
+    from depthprune.report.claims import helpers
 
     by_seed: dict[int, list[Result]] = defaultdict(list)
     for r in ctrl:
@@ -400,7 +399,7 @@ def claim_seed_spread(ctrl: list[Result], main: list[Result]) -> list[str]:
     if not by_seed or not main:
         return ["Not measured: needs the controls grid's calibration-seed cells and the main grid's cells."]
     grid = main[0].identity.grid
-    base = {_key(r): r for r in H.select(main, C.load_thresholds()["general"])}
+    base = {_key(r): r for r in helpers.select(main, claims.load_thresholds()["general"])}
     versions = {0: list(base.values())}
     swapped = {}
     for cseed, rows in sorted(by_seed.items()):
@@ -415,10 +414,10 @@ def claim_seed_spread(ctrl: list[Result], main: list[Result]) -> list[str]:
                                          grid_kind=b.get("grid_kind"))
         versions[cseed] = list(version.values())
         swapped[cseed] = sum(1 for r in rows if _key(r) in base)
-    verdicts = {s: {v.claim.id: v for v in C.judge_all(rows) if v.grid == grid} for s, rows in versions.items()}
+    verdicts = {s: {v.claim.id: v for v in claims.judge_all(rows) if v.grid == grid} for s, rows in versions.items()}
     seeds_ = sorted(versions)
     table, flips, changed, judged = [], 0, [], 0
-    for claim_id in C.CLAIMS:
+    for claim_id in claims.CLAIMS:
         got = [verdicts[s].get(claim_id) for s in seeds_]
         vs = [v for v in got if v is not None]
         if len(vs) < len(got):
@@ -434,7 +433,7 @@ def claim_seed_spread(ctrl: list[Result], main: list[Result]) -> list[str]:
             ms = [next((x for x in v.measures if x.name == name), None) for v in vs]
             table.append(["", name, *("–" if m is None else _measure(m) for m in ms)])
             if any(m is not None and m.mde is not None for m in ms):
-                table.append(["", f"{name}: MDE", *("–" if m is None else H.fmt(m.mde) for m in ms)])
+                table.append(["", f"{name}: MDE", *("–" if m is None else helpers.fmt(m.mde) for m in ms)])
     why = [line for cid in changed for line in (
         f"- **{cid}**:", *(f"  - seed {s}, {verdicts[s][cid].outcome}: {verdicts[s][cid].reason}." for s in seeds_))]
     return [f"Each claim judged on the `{grid}` grid as it is (calibration seed 0) and with its cells of searchers "
@@ -444,7 +443,7 @@ def claim_seed_spread(ctrl: list[Result], main: list[Result]) -> list[str]:
             f"({', '.join(f'{swapped[s]} cells' for s in seeds_[1:])}); the other cells stay as they are. "
             "Same thresholds. Per claim its outcome, then each number its verdict states, with its 95% interval "
             "in brackets and, on a row of its own, its minimum detectable effect (MDE), where the claim has them.",
-            "", _table([[H.cell(x) for x in row] for row in table], ["claim", "statistic", *(f"seed {s}" for s in seeds_)],
+            "", _table([[helpers.cell(x) for x in row] for row in table], ["claim", "statistic", *(f"seed {s}" for s in seeds_)],
                        keys=2),
             "", f"**Finding.** {flips} of {judged} verdicts change with the calibration sample"
                 + (": those rest on a single draw of calibration data and should be read with that in mind."
@@ -455,11 +454,11 @@ def claim_seed_spread(ctrl: list[Result], main: list[Result]) -> list[str]:
 
 def _measure(m: Any) -> str:
     """A verdict's number as the claims tables write it: the value, its interval where it has one."""
-    from depthprune.report.claims import helpers as H
+    from depthprune.report.claims import helpers
 
     if m.low is None and m.high is None:
-        return H.fmt(m.value)
-    return f"{H.fmt(m.value)} [{H.fmt(m.low)}, {H.fmt(m.high)}]"
+        return helpers.fmt(m.value)
+    return f"{helpers.fmt(m.value)} [{helpers.fmt(m.low)}, {helpers.fmt(m.high)}]"
 
 
 SECTIONS = (("Ground truth and chance", ground_truth), ("A structural baseline: Block Influence", structural),
@@ -471,7 +470,7 @@ SECTIONS = (("Ground truth and chance", ground_truth), ("A structural baseline: 
 def render_controls(results: list[Result]) -> list[str]:
     """Every control grid's sections against its main grid; [] if there is no control grid."""
     lines: list[str] = []
-    for grid in A.grids_of(r for r in results if is_control(r)):
+    for grid in analysis.grids_of(r for r in results if is_control(r)):
         ctrl = [r for r in results if r.identity.grid == grid]
         main_name = ctrl[0].get("compare_with")
         main = [r for r in results if r.identity.grid == main_name and not is_control(r)]

@@ -17,8 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from depthprune.report import analysis as A
-from depthprune.report import claims
+from depthprune.report import analysis, claims
 from depthprune.report.cells import table
 from depthprune.report.verdicts import FLIP_MARK
 from depthprune.result import Result
@@ -145,7 +144,7 @@ def rejudge(results: Sequence[Result], verdicts: Sequence[claims.Verdict],
         rj = Rejudged(band)
         for evaluation, kind in ((True, "evaluation"), (False, "sets")):
             swapped, _ = substitute(results, cells, evaluation, rivals)
-            for g in A.grids_of(results):
+            for g in analysis.grids_of(results):
                 rj.counts.setdefault(g, {})[kind] = substitute([r for r in results if r.identity.grid == g], cells,
                                                                evaluation, rivals)[1]
             for v in claims.judge_all(swapped, thresholds):

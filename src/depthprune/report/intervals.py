@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from depthprune.report import noise as N
+from depthprune.report import noise
 
 N_RESAMPLES = 1000
 SEED = 0
@@ -45,15 +45,15 @@ def accuracy(result: Mapping[str, Any], tasks: Sequence[str], headline: Callable
     """The mean over ``tasks`` of the headline accuracy (tasks weigh equally, as ``avg_acc``), with
     a cluster-bootstrap interval over the result's items. ``value``: the stored metric to show
     (the outcomes' own mean where None). None without per-item outcomes for every task."""
-    blocks = N.accuracy_blocks([result], list(tasks), headline)
+    blocks = noise.accuracy_blocks([result], list(tasks), headline)
     if blocks is None:
         return None
-    mean = float(N.measure(blocks)[0][0]) if value is None else float(value)
+    mean = float(noise.measure(blocks)[0][0]) if value is None else float(value)
     if len(blocks) == 1 and np.ptp(blocks[0].totals / blocks[0].counts[:, None]) == 0:
         # every item right (or wrong): resampling cannot move the mean, Wilson's interval still can
-        w = wilson(float(N.measure(blocks)[0][0]), blocks[0].n_units, confidence)
+        w = wilson(float(noise.measure(blocks)[0][0]), blocks[0].n_units, confidence)
         return Interval(mean, w.low, w.high)
-    [(draws, _)] = N.bootstrap(blocks, n_resamples, seed)
+    [(draws, _)] = noise.bootstrap(blocks, n_resamples, seed)
     tail = (1 - confidence) / 2
     low, high = np.quantile(draws[:, 0], [tail, 1 - tail])
     return Interval(mean, float(low), float(high))

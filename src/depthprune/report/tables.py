@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from depthprune.report import analysis as A
-from depthprune.report import intervals as I
+from depthprune.report import analysis, intervals
 from depthprune.report.cells import fmt as _f
 from depthprune.report.cells import layers as _layers
 from depthprune.report.cells import table as _fit
@@ -55,7 +54,7 @@ def accuracy_cell(result: Mapping[str, Any], tasks: Sequence[str], headline, val
     """An accuracy in points with its 95% interval; the bare value where no per-item outcomes exist."""
     if value is None:
         return "–"
-    iv = I.accuracy(result, tasks, headline, value)
+    iv = intervals.accuracy(result, tasks, headline, value)
     return iv.points() if iv is not None else f"{100 * value:.1f} [–]"
 
 
@@ -124,7 +123,7 @@ def _source(d: dict[str, Any]) -> str:
 def results_section(results: list[Result], conds, dense: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
     """Every condition's tables, with what the columns mean."""
     lines = ["Accuracies in %, headline metric per task (n = acc_norm, a = acc), each with its 95% interval "
-             f"(cluster bootstrap over the result's own items, {I.N_RESAMPLES} resamples, seed {I.SEED}; [–]: no per-item "
+             f"(cluster bootstrap over the result's own items, {intervals.N_RESAMPLES} resamples, seed {intervals.SEED}; [–]: no per-item "
              "outcomes stored, so no interval); avg acc = "
              "mean of the profile's headline tasks (below). Costs are counted as if the searcher ran alone (result "
              "schema 2): evaluations of distinct sets and layer-forwards (one block over the whole calibration set = "
@@ -140,7 +139,7 @@ def results_section(results: list[Result], conds, dense: dict[tuple[str, str], d
 def spearman_section(conds) -> list[str]:
     rows = []
     for (grid, model, objective, budget), rs in conds.items():
-        c = A.alignment(rs)
+        c = analysis.alignment(rs)
         if c is None:
             continue
         rows.append([grid, model, objective, budget, _f(c.rho, 2), _f(c.p_value, 3),
@@ -151,7 +150,7 @@ def spearman_section(conds) -> list[str]:
         "ρ = Spearman(−calibration loss, average zero-shot accuracy) across the searchers' solutions of a "
         "condition, uncorrected for evaluation noise (claim 5.3 corrects it, on its own axis); positive = the "
         "better-calibrated solution is also the more accurate one. p-value from scipy's spearmanr; 95% interval "
-        f"from a paired percentile bootstrap (1000 resamples, seed 0). With fewer than {A.MIN_DISTINCT_FOR_SPEARMAN} "
+        f"from a paired percentile bootstrap (1000 resamples, seed 0). With fewer than {analysis.MIN_DISTINCT_FOR_SPEARMAN} "
         "distinct solutions the number means little, and the note says *too few*; *undefined*: every solution has "
         "the same loss or the same accuracy, so there is no ρ. The interval is \"–\" where resampling "
         "is degenerate: a resample whose losses or accuracies are all equal has no ρ, and scipy then reports no "
@@ -176,9 +175,9 @@ def overlap_section(conds) -> list[str]:
     within = []
     for (grid, model, objective, budget), rs in conds.items():
         within.append([grid, model, objective, budget, len(rs),
-                       _f(A.mean_pairwise_jaccard([r["removed"] for r in rs]), 2),
-                       _f(sum(A.contiguity(r["removed"]) for r in rs) / len(rs), 2),
-                       _f(sum(A.relative_depth(r["removed"], r["n_layers"]) for r in rs) / len(rs), 2)])
+                       _f(analysis.mean_pairwise_jaccard([r["removed"] for r in rs]), 2),
+                       _f(sum(analysis.contiguity(r["removed"]) for r in rs) / len(rs), 2),
+                       _f(sum(analysis.relative_depth(r["removed"], r["n_layers"]) for r in rs) / len(rs), 2)])
     lines.append(_table(within, ["grid", "model", "objective", "M", "searchers", "mean Jaccard", "contiguity",
                                  "mean depth"]))
     pairs: dict[tuple[str, str, int], dict[str, dict[str, list[int]]]] = defaultdict(lambda: defaultdict(dict))
@@ -187,10 +186,10 @@ def overlap_section(conds) -> list[str]:
             pairs[(grid, model, budget)][r.identity.search][objective] = r["removed"]
     across = []
     for (grid, model, budget), by_search in sorted(pairs.items()):
-        for search, objs in sorted(by_search.items(), key=lambda kv: A.searcher_rank(kv[0])):
+        for search, objs in sorted(by_search.items(), key=lambda kv: analysis.searcher_rank(kv[0])):
             for a, b in itertools.combinations(sorted(objs), 2):  # every pair of objectives present
                 across.append([grid, model, budget, search, f"{a} / {b}", _layers(objs[a]), _layers(objs[b]),
-                               _f(A.jaccard(objs[a], objs[b]), 2)])
+                               _f(analysis.jaccard(objs[a], objs[b]), 2)])
     if across:
         lines += ["", _table(across, ["grid", "model", "M", "searcher", "objectives", "first removes", "second removes",
                                       "Jaccard"])]
@@ -223,7 +222,7 @@ def noise_tally(conds) -> NoiseTally:
                 continue
             prof = profile_of([r])
             tasks = [t for t in prof.tasks if t in r["item_outcomes"] and t in base["item_outcomes"]]
-            d = A.paired_difference(r["item_outcomes"], base["item_outcomes"], tasks, prof.headline_metric)
+            d = analysis.paired_difference(r["item_outcomes"], base["item_outcomes"], tasks, prof.headline_metric)
             if d is None:
                 continue
             judged += 1

@@ -18,10 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from depthprune.report import claims as C
-from depthprune.report import noise as N
-from depthprune.report.claims import helpers as H
-from depthprune.report.claims import variance as V
+from depthprune.report import claims, noise
+from depthprune.report.claims import helpers
+from depthprune.report.claims import variance as claim_variance
 from depthprune.result import Result
 
 METRICS = (("c4_ppl", "log C4 perplexity", math.log), ("avg_acc", "avg accuracy", lambda v: v))
@@ -64,25 +63,25 @@ def share_rows(results: Sequence[Result], thresholds: Mapping[str, Any] | None =
     """Per grid, (model, budget) and metric the shares, then per grid and metric the pooled row; the
     pairs and their sums of squares are 5.2's own (:func:`depthprune.report.claims.variance.share_tables`,
     :func:`depthprune.report.claims.variance.corrected_ss`)."""
-    t = thresholds if thresholds is not None else C.load_thresholds()
+    t = thresholds if thresholds is not None else claims.load_thresholds()
     g = t["general"]
     rows: list[ShareRow] = []
-    for grid, grid_rows in H.by_grid(results).items():
+    for grid, grid_rows in helpers.by_grid(results).items():
         pooled: dict[str, list[np.ndarray]] = {m: [] for m, _, _ in METRICS}
         raw_pooled: dict[str, list[np.ndarray]] = {m: [] for m, _, _ in METRICS}
-        for model, budget, common, solutions in V.share_tables(H.select(grid_rows, g), g):
+        for model, budget, common, solutions in claim_variance.share_tables(helpers.select(grid_rows, g), g):
             for metric, label, f in METRICS:
-                blocks = H.blocks(solutions, metric)
+                blocks = helpers.blocks(solutions, metric)
                 corrected: Shares | None = None
                 if blocks is not None:
-                    y, cov = N.measure(blocks)  # c4: mean window NLL = log perplexity
-                    ss, raw = V.corrected_ss(y, cov, len(common)), V.corrected_ss(y, np.zeros_like(cov), len(common))
+                    y, cov = noise.measure(blocks)  # c4: mean window NLL = log perplexity
+                    ss, raw = claim_variance.corrected_ss(y, cov, len(common)), claim_variance.corrected_ss(y, np.zeros_like(cov), len(common))
                     pooled[metric].append(ss)
                     raw_pooled[metric].append(raw)
                     corrected = Shares.of(ss)
                 else:
-                    y = np.array([f(H.known(r, metric)) for r in solutions])
-                    raw = V.corrected_ss(y, np.zeros((len(y), len(y))), len(common))
+                    y = np.array([f(helpers.known(r, metric)) for r in solutions])
+                    raw = claim_variance.corrected_ss(y, np.zeros((len(y), len(y))), len(common))
                 rows.append(ShareRow(grid, model, budget, label, corrected, Shares.of(raw), len(solutions)))
         for metric, label, _ in METRICS:
             if pooled[metric]:

@@ -75,11 +75,11 @@ def _read_corpus(work: Path, mix: str) -> list[str]:
 
 
 def stage_tokenizer(args) -> None:
-    from . import tokenizer as T
+    from . import tokenizer
 
     texts = _read_corpus(Path(args.work_dir), "base")
-    tok = T.train_tokenizer(texts, vocab_size=4096)
-    T.save(tok, TOKENIZER_DIR, model_max_length=1024)
+    tok = tokenizer.train_tokenizer(texts, vocab_size=4096)
+    tokenizer.save(tok, TOKENIZER_DIR, model_max_length=1024)
     _fix_tokenizer_config(TOKENIZER_DIR)
     print(f"tokenizer -> {TOKENIZER_DIR}")
 

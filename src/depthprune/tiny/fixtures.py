@@ -32,8 +32,8 @@ from typing import Any
 from depthprune import jsonio
 from depthprune.task_files import METRICS_ACC, METRICS_ACC_NORM, lambada_task, loader_module
 
-from . import corpus as C
-from . import items as I
+from . import corpus
+from . import items as tiny_items
 from .world import World
 
 # items per evaluation split (kept small: the full grid evaluates many pruned models)
@@ -192,24 +192,24 @@ def _unique(gen, n: int, key) -> list[dict]:
 def task_items(world: World, kind: str, split: str, n: int, seed: str) -> list[dict]:
     rng = random.Random(f"fixture-{world.seed}-{kind}-{split}-{seed}")
     if kind == "hellaswag":
-        items = _unique(lambda: I.hellaswag(world, rng, split), n, lambda d: d["ctx"] + "|".join(d["endings"]))
+        items = _unique(lambda: tiny_items.hellaswag(world, rng, split), n, lambda d: d["ctx"] + "|".join(d["endings"]))
         for i, d in enumerate(items):
             d["ind"] = i
         return items
     if kind == "boolq":
         c = iter(range(10 ** 9))
-        return _unique(lambda: I.boolq(world, rng, split, answer=next(c) % 2 == 0), n,
+        return _unique(lambda: tiny_items.boolq(world, rng, split, answer=next(c) % 2 == 0), n,
                        lambda d: d["passage"] + d["question"])
     if kind == "lambada":
-        return _unique(lambda: I.lambada(world, rng, split), n, lambda d: d["text"])
+        return _unique(lambda: tiny_items.lambada(world, rng, split), n, lambda d: d["text"])
     if kind in ("arc_easy", "arc_challenge"):
-        items = _unique(lambda: I.any_item(kind, world, rng, split), n,
+        items = _unique(lambda: tiny_items.any_item(kind, world, rng, split), n,
                         lambda d: d["question"] + "|".join(d["choices"]["text"]))
         tag = "Easy" if kind == "arc_easy" else "Challenge"
         for i, d in enumerate(items):
             d["id"] = f"tiny-ARC-{tag}-{split}-{i:04d}"
         return items
-    return _unique(lambda: I.any_item(kind, world, rng, split), n, jsonio.canonical)
+    return _unique(lambda: tiny_items.any_item(kind, world, rng, split), n, jsonio.canonical)
 
 
 def build_tasks(world: World, tasks_dir: Path) -> dict:
@@ -234,13 +234,13 @@ def build_data(world: World, data_dir: Path) -> dict:
     for split, n in N_C4.items():
         ent = "train" if split == "train" else "heldout"
         rng = random.Random(f"fixture-{world.seed}-c4-{split}")
-        docs = [{"text": C.c4_document(world, rng, ent)} for _ in range(n)]
+        docs = [{"text": corpus.c4_document(world, rng, ent)} for _ in range(n)]
         counts[f"c4/{split}"] = write_jsonl(data_dir / "c4" / f"{split}.jsonl", docs)
     # WikiText-like
     for split, n in N_WIKI.items():
         ent = "train" if split == "train" else "heldout"
         rng = random.Random(f"fixture-{world.seed}-wikitext-{split}")
-        lines = C.wikitext_lines(world, rng, ent, n)
+        lines = corpus.wikitext_lines(world, rng, ent, n)
         counts[f"wikitext/{split}"] = write_jsonl(data_dir / "wikitext" / f"{split}.jsonl",
                                                   ({"text": t} for t in lines))
     # LAMBADA-like (same items as the lm-eval task's test split)
@@ -248,7 +248,7 @@ def build_data(world: World, data_dir: Path) -> dict:
     counts["lambada/test"] = write_jsonl(data_dir / "lambada" / "test.jsonl", lam)
     # Commonsense-170k-like calibration set
     rng = random.Random(f"fixture-{world.seed}-commonsense")
-    recs = _unique(lambda: I.commonsense(world, rng, "train"), N_COMMONSENSE, lambda d: d["instruction"])
+    recs = _unique(lambda: tiny_items.commonsense(world, rng, "train"), N_COMMONSENSE, lambda d: d["instruction"])
     p = data_dir / "commonsense" / "train.json"
     p.parent.mkdir(parents=True, exist_ok=True)
     jsonio.write_json(p, recs, indent=1, sort_keys=False, ensure_ascii=False)

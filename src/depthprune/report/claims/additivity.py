@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from depthprune.report.claims import helpers as H
+from depthprune.report.claims import helpers
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
 from depthprune.result import Result
 
@@ -57,7 +57,7 @@ def judge_3_3(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[st
         rel = float(np.mean(err)) / change if change > 0 else math.nan
         share = float(np.mean(err > t["set_error"] * change)) if change > 0 else math.nan
         details.append({"model": model, "objective": objective, "sets": len(sets), "rel_error": rel,
-                        "share_over_set_error": share, "spearman": H.spearman(pred, true)})
+                        "share_over_set_error": share, "spearman": helpers.spearman(pred, true)})
         n_sets += len(sets)
     details = [d for d in details if math.isfinite(d["rel_error"])]
     th = {k: t[k] for k in ("min_sets", "set_error", "min_rel_error")}
@@ -65,10 +65,10 @@ def judge_3_3(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[st
         return verdict("3.3", grid, None, {"rel_error": None}, th, 0, 0,
                        f"no (model, objective) with a prior, a dense loss and ≥ {t['min_sets']} evaluated sets of "
                        f"≥ 2 layers in the traces (most: {most})")
-    rel = H.median(d["rel_error"] for d in details)
+    rel = helpers.median(d["rel_error"] for d in details)
     held = rel >= t["min_rel_error"]
-    stat = {"rel_error": rel, "share_over_set_error": H.median(d["share_over_set_error"] for d in details),
-            "spearman": H.median(d["spearman"] for d in details)}
+    stat = {"rel_error": rel, "share_over_set_error": helpers.median(d["share_over_set_error"] for d in details),
+            "spearman": helpers.median(d["spearman"] for d in details)}
     return verdict("3.3", grid, held, stat, th, len(details), sum(d["sets"] for d in details),
                    f"median |true − additive| ÷ mean |change| {rel:.2f} {'≥' if held else '<'} "
                    f"{t['min_rel_error']}", details)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from depthprune.registry import discover
-from depthprune.report.claims import helpers as H
+from depthprune.report.claims import helpers
 from depthprune.result import Result
 
 if sys.version_info >= (3, 11):
@@ -56,7 +56,7 @@ class Rule(NamedTuple):
 
 
 def _paper_select(rows: Sequence[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> list[Result]:
-    return H.select(rows, g)
+    return helpers.select(rows, g)
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class Claim:
         t = thresholds if thresholds is not None else load_thresholds()
         g = t["general"]
         return [self.judge(grid, self.select(rows, t[self.id], g), t[self.id], g)
-                for grid, rows in H.by_grid(results).items()]
+                for grid, rows in helpers.by_grid(results).items()]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from depthprune.report.claims import helpers as H
+from depthprune.report.claims import helpers
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
 from depthprune.result import Result
 
@@ -71,10 +71,10 @@ def judge_inference_cost(grid: str, rows: list[Result], t: Mapping[str, Any],
             decided.append(None)
             continue
         boot = _bootstrap(per_cell, t["n_resamples"], t["seed"])
-        low, high = H.interval(boot, t["confidence"])
+        low, high = helpers.interval(boot, t["confidence"])
         value = float(np.median([np.median(rs) for rs in per_cell]))
         stat.update({workload: value, f"{workload}_low": low, f"{workload}_high": high})
-        decided.append(H.decide(low - 1.0, high - 1.0, t["tolerance"], "within"))
+        decided.append(helpers.decide(low - 1.0, high - 1.0, t["tolerance"], "within"))
         details.append({"workload": workload, "cells": len(per_cell), "median_r": value, "low": low, "high": high})
     if not used:
         why = ("its speed archive records no per-round ratios (made before they were recorded): re-run "
@@ -82,8 +82,8 @@ def judge_inference_cost(grid: str, rows: list[Result], t: Mapping[str, Any],
         return verdict("inference-cost", grid, None, {"prefill": None, "decode": None}, th, 0, 0,
                        f"grid {grid}: {why}depthprune speed --results DIR --grid {grid}")
     held = False if False in decided else None if None in decided else True
-    words = "; ".join(f"{w} r = {H.fmt(stat[w])} [{H.fmt(stat.get(f'{w}_low'))}, {H.fmt(stat.get(f'{w}_high'))}]"
+    words = "; ".join(f"{w} r = {helpers.fmt(stat[w])} [{helpers.fmt(stat.get(f'{w}_low'))}, {helpers.fmt(stat.get(f'{w}_high'))}]"
                       for w in WORKLOADS if stat.get(w) is not None)
     why = {True: "both within", False: "outside", None: "the timing noise cannot decide"}[held]
-    return verdict("inference-cost", grid, held, stat, th, len(used), H.distinct(used),
+    return verdict("inference-cost", grid, held, stat, th, len(used), helpers.distinct(used),
                    f"measured speedup ÷ L/(L − M): {words}; 1 ± {t['tolerance']}: {why}", details)

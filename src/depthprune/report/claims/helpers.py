@@ -24,8 +24,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from depthprune.report import cells
-from depthprune.report import noise as N
+from depthprune.report import cells, noise
 from depthprune.result import Result
 from depthprune.text_tables import significant
 
@@ -116,15 +115,15 @@ def headlines(r: Result) -> dict[str, str]:
     return dict(((r.get("evaluation_protocol") or {}).get("zero_shot") or {}).get("headline_metric") or {})
 
 
-def blocks(solutions: Sequence[Result], name: str) -> list[N.Outcomes] | None:
+def blocks(solutions: Sequence[Result], name: str) -> list[noise.Outcomes] | None:
     """The solutions' outcome blocks for metric ``name`` (avg_acc: one per task; c4_ppl: the windows);
     None where a solution lacks them, so that the noise is unknown."""
     if name == "c4_ppl":
-        return N.window_blocks(solutions, "c4")
+        return noise.window_blocks(solutions, "c4")
     heads = headlines(solutions[0])
     if not heads or any(headlines(r) != heads for r in solutions):
         return None
-    return N.accuracy_blocks(solutions, list(heads), heads.__getitem__)
+    return noise.accuracy_blocks(solutions, list(heads), heads.__getitem__)
 
 
 def interval(boot: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -155,7 +154,7 @@ def mde(boot: np.ndarray, t: Mapping[str, Any]) -> float:
     do not inflate as they inflate a standard deviation; an unbounded interval gives an infinite MDE."""
     low, high = interval(boot, t["confidence"])
     se = (high - low) / (2 * float(stats.norm.ppf(0.5 + t["confidence"] / 2)))
-    return N.z_sum(t["confidence"], t["power"]) * se
+    return noise.z_sum(t["confidence"], t["power"]) * se
 
 
 def measured_groups(groups: Sequence[list[Result]], name: str, n_resamples: int,
@@ -167,17 +166,17 @@ def measured_groups(groups: Sequence[list[Result]], name: str, n_resamples: int,
     joint = blocks(flat, name)
     offsets = np.cumsum([0] + [len(sols) for sols in groups])
     if joint is not None:
-        y, cov = N.measure(joint)
+        y, cov = noise.measure(joint)
         cols = [np.arange(offsets[i], offsets[i + 1]) for i in range(len(groups))]
-        return [(y[c], cov[np.ix_(c, c)]) for c in cols], N.bootstrap(joint, n_resamples, seed, cols)
+        return [(y[c], cov[np.ix_(c, c)]) for c in cols], noise.bootstrap(joint, n_resamples, seed, cols)
     point: list[Measured] = []
     boot: list[Measured] = []
     for k, sols in enumerate(groups):
         blk = blocks(sols, name)
         if blk is None:
             raise ValueError(f"a group of {len(sols)} solutions without {name} outcomes: check blocks() first")
-        point.append(N.measure(blk))
-        boot += N.bootstrap(blk, n_resamples, seed + k)
+        point.append(noise.measure(blk))
+        boot += noise.bootstrap(blk, n_resamples, seed + k)
     return point, boot
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from depthprune.report import analysis as A
-from depthprune.report.claims import helpers as H
+from depthprune.report import analysis
+from depthprune.report.claims import helpers
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
 from depthprune.result import Result
 
@@ -35,13 +35,13 @@ def judge_5_1a(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[s
     not the searcher, decides which layers go."""
     details: list[dict[str, Any]] = []
     used: list[Result] = []
-    for (model, budget), (ppl, margin) in H.pairs(rows, g).items():
+    for (model, budget), (ppl, margin) in helpers.pairs(rows, g).items():
         common = sorted(set(ppl) & set(margin))
         if len(common) < g["min_searchers"]:
             continue
-        within = float(np.mean([A.mean_pairwise_jaccard([side[s]["removed"] for s in common])
+        within = float(np.mean([analysis.mean_pairwise_jaccard([side[s]["removed"] for s in common])
                                 for side in (ppl, margin)]))
-        across = float(np.mean([A.jaccard(ppl[s]["removed"], margin[s]["removed"]) for s in common]))
+        across = float(np.mean([analysis.jaccard(ppl[s]["removed"], margin[s]["removed"]) for s in common]))
         details.append({"model": model, "budget": budget, "searchers": len(common), "within": within,
                         "across": across, "gap": within - across})
         used += [ppl[s] for s in common] + [margin[s] for s in common]
@@ -49,9 +49,9 @@ def judge_5_1a(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[s
     if not details:
         return verdict("5.1a", grid, None, {"gap": None}, th, 0, 0,
                        f"no (model, budget) with both objectives and ≥ {g['min_searchers']} common searchers")
-    gap = H.median(d["gap"] for d in details)
+    gap = helpers.median(d["gap"] for d in details)
     held = gap >= t["min_gap"]
-    return verdict("5.1a", grid, held, {"gap": gap}, th, len(details), H.distinct(used),
+    return verdict("5.1a", grid, held, {"gap": gap}, th, len(details), helpers.distinct(used),
                    f"median within − across Jaccard {gap:.2f} {'≥' if held else '<'} {t['min_gap']}", details)
 
 
@@ -64,8 +64,8 @@ def judge_5_1b_contiguity(grid: str, rows: list[Result], t: Mapping[str, Any], g
     """ppl removals come in runs of adjacent blocks, margin removals less so ("more distributed")."""
     details: list[dict[str, Any]] = []
     used: list[Result] = []
-    for (model, budget), (ppl, margin) in H.pairs(rows, g).items():
-        c = {name: float(np.mean([A.contiguity(r["removed"]) for r in side.values()]))
+    for (model, budget), (ppl, margin) in helpers.pairs(rows, g).items():
+        c = {name: float(np.mean([analysis.contiguity(r["removed"]) for r in side.values()]))
              for name, side in (("ppl", ppl), ("margin", margin))}
         details.append({"model": model, "budget": budget, "contiguity_ppl": c["ppl"],
                         "contiguity_margin": c["margin"], "gap": c["ppl"] - c["margin"]})
@@ -74,9 +74,9 @@ def judge_5_1b_contiguity(grid: str, rows: list[Result], t: Mapping[str, Any], g
     if not details:
         return verdict("5.1b-contiguity", grid, None, {"gap": None}, th, 0, 0,
                        "no (model, budget) with both objectives")
-    gap = H.median(d["gap"] for d in details)
+    gap = helpers.median(d["gap"] for d in details)
     held = gap >= t["min_gap"]
-    return verdict("5.1b-contiguity", grid, held, {"gap": gap}, th, len(details), H.distinct(used),
+    return verdict("5.1b-contiguity", grid, held, {"gap": gap}, th, len(details), helpers.distinct(used),
                    f"median contiguity ppl − margin {gap:.2f} {'≥' if held else '<'} {t['min_gap']}", details)
 
 
@@ -89,17 +89,17 @@ def judge_5_1b_depth(grid: str, rows: list[Result], t: Mapping[str, Any], g: Map
     """ppl removals sit in the second half of the network ("mid-to-late")."""
     details: list[dict[str, Any]] = []
     used: list[Result] = []
-    for (model, objective, budget), by_search in H.conditions(rows).items():
+    for (model, objective, budget), by_search in helpers.conditions(rows).items():
         if objective != g["ppl_objective"]:
             continue
-        depth = float(np.mean([A.relative_depth(r["removed"], r["n_layers"]) for r in by_search.values()]))
+        depth = float(np.mean([analysis.relative_depth(r["removed"], r["n_layers"]) for r in by_search.values()]))
         details.append({"model": model, "budget": budget, "depth": depth})
         used += by_search.values()
     th = {"min_depth": t["min_depth"]}
     if not details:
         return verdict("5.1b-depth", grid, None, {"depth": None}, th, 0, 0, f"no {g['ppl_objective']} results")
-    depth = H.median(d["depth"] for d in details)
+    depth = helpers.median(d["depth"] for d in details)
     held = depth >= t["min_depth"]
-    return verdict("5.1b-depth", grid, held, {"depth": depth}, th, len(details), H.distinct(used),
+    return verdict("5.1b-depth", grid, held, {"depth": depth}, th, len(details), helpers.distinct(used),
                    f"median relative depth of ppl removals {depth:.2f} {'≥' if held else '<'} {t['min_depth']}",
                    details)

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from depthprune.report import analysis as A
-from depthprune.report import noise as N
-from depthprune.report.claims import helpers as H
+from depthprune.report import analysis
+from depthprune.report import noise as report_noise
+from depthprune.report.claims import helpers
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
 from depthprune.result import Result
 
@@ -26,7 +26,7 @@ from depthprune.result import Result
 def with_panel(rows: Sequence[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> list[Result]:
     """The paper's solutions of a grid and, at the same seeds, every cell (any variant) of the
     alignment panel's searchers (``t["panel"]``) under the two objectives."""
-    chosen = H.select(rows, g)
+    chosen = helpers.select(rows, g)
     seeds = {(r.identity.calibration_seed, r.identity.search_seed) for r in chosen}
     panel = [r for r in rows if r.identity.search in t["panel"] and r not in chosen
              and r.identity.objective in (g["ppl_objective"], g["margin_objective"])
@@ -70,8 +70,8 @@ def _corrected_z(x, cx, y, cy, min_reliability: float) -> np.ndarray:
 def _distinct_solutions(solutions: Sequence[Result], axis: str) -> list[Result]:
     """One result per distinct removed set that has ``axis`` and avg_acc (searcher order decides which)."""
     out: dict[frozenset[int], Result] = {}
-    for r in sorted(solutions, key=lambda r: (A.searcher_rank(r.identity.search), r.identity.variant)):
-        if H.metric(r, axis) is not None and H.metric(r, "avg_acc") is not None:
+    for r in sorted(solutions, key=lambda r: (analysis.searcher_rank(r.identity.search), r.identity.variant)):
+        if helpers.metric(r, axis) is not None and helpers.metric(r, "avg_acc") is not None:
             out.setdefault(frozenset(r["removed"]), r)
     return list(out.values())
 
@@ -79,15 +79,15 @@ def _distinct_solutions(solutions: Sequence[Result], axis: str) -> list[Result]:
 def _separable(solutions: Sequence[Result], axis: str, min_reliability: float) -> bool:
     """Does the evaluation separate these solutions on both axes (point reliability ≥ ``min_reliability``)?
     True where outcomes are missing: the verdict then says that the noise is unknown."""
-    acc = H.blocks(solutions, "avg_acc")
+    acc = helpers.blocks(solutions, "avg_acc")
     if acc is None:
         return True
-    y, cy = N.measure(acc)
+    y, cy = report_noise.measure(acc)
     if axis == "c4_ppl":
-        windows = H.blocks(solutions, "c4_ppl")
+        windows = helpers.blocks(solutions, "c4_ppl")
         if windows is None:
             return True
-        x, cx = N.measure(windows)
+        x, cx = report_noise.measure(windows)
     else:
         x, cx = np.array([r["calibration_loss"] for r in solutions]), None
     return bool(_reliability(x, cx) >= min_reliability and _reliability(y, cy) >= min_reliability)
@@ -155,11 +155,11 @@ def judge_5_3(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[st
             if key in enough and key not in keys:
                 row[f"counted_{axis}"] = False
         sols = [groups[k] for k in keys]
-        acc = H.measured_groups(sols, "avg_acc", t["n_resamples"], t["seed"]) if sols and all(
-            H.blocks(s, "avg_acc") is not None for s in sols) else None
+        acc = helpers.measured_groups(sols, "avg_acc", t["n_resamples"], t["seed"]) if sols and all(
+            helpers.blocks(s, "avg_acc") is not None for s in sols) else None
         if axis == "c4_ppl":
-            xs = H.measured_groups(sols, "c4_ppl", t["n_resamples"], t["seed"] + 1) if sols and all(
-                H.blocks(s, "c4_ppl") is not None for s in sols) else None
+            xs = helpers.measured_groups(sols, "c4_ppl", t["n_resamples"], t["seed"] + 1) if sols and all(
+                helpers.blocks(s, "c4_ppl") is not None for s in sols) else None
         else:  # the objective's own calibration loss: exact for its calibration set, no evaluation noise
             xs = ([(np.array([r["calibration_loss"] for r in s]), None) for s in sols],
                   [(np.array([r["calibration_loss"] for r in s])[None, :], None) for s in sols])
@@ -206,19 +206,19 @@ def judge_5_3(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[st
             se = math.sqrt(1.06 ** 2 / w.sum() + float(np.nanvar(zbar_boot, ddof=1)))
             zc = float(stats.norm.ppf(0.5 + t["confidence"] / 2))
             rho, low, high = math.tanh(zbar), math.tanh(zbar - zc * se), math.tanh(zbar + zc * se)
-            mde = math.tanh(N.z_sum(t["confidence"], t["power"]) * se)
+            mde = math.tanh(report_noise.z_sum(t["confidence"], t["power"]) * se)
             if not main:
                 stat[label] = rho
                 continue
             counted_total += len(z_point)
             stat.update({label: rho, f"{label}_low": low, f"{label}_high": high, f"{label}_mde": mde})
             threshold, side = (t["ppl_max_rho"], "<=") if o == g["ppl_objective"] else (t["margin_min_rho"], ">=")
-            outcome[o] = H.decide(low, high, threshold, side)
+            outcome[o] = helpers.decide(low, high, threshold, side)
             verdict_word = {None: "not measured", True: "weak or negative" if side == "<=" else "positive",
                             False: "not weak" if side == "<=" else "not positive"}[outcome[o]]
             words.append(f"{o}: ρ {rho:+.2f} [{low:+.2f}, {high:+.2f}] vs {'≤' if side == '<=' else '≥'} {threshold} "
                          f"({len(z_point)} cond., MDE {mde:.2f}): {verdict_word}")
     values = list(outcome.values())
     held = False if False in values else None if None in values or not values else True
-    return verdict("5.3", grid, held, stat, th, counted_total, H.distinct(used),
+    return verdict("5.3", grid, held, stat, th, counted_total, helpers.distinct(used),
                    f"x = {t['x_axis']}: " + "; ".join(words), details)

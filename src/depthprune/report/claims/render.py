@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from depthprune.report.claims import helpers as H
+from depthprune.report.claims import helpers
 from depthprune.report.claims.base import CLAIMS, Measure, Verdict, judge_all, load_thresholds, sensitivity
 from depthprune.result import Result
 
@@ -32,32 +32,32 @@ def render_quotes() -> list[str]:
 
 
 def _interval_text(m: Measure) -> str:
-    return "–" if m.low is None and m.high is None else f"[{H.fmt(m.low)}, {H.fmt(m.high)}]"
+    return "–" if m.low is None and m.high is None else f"[{helpers.fmt(m.low)}, {helpers.fmt(m.high)}]"
 
 
 def _rule_text(v: Verdict, m: Measure) -> str:
     rule = v.claim.rule(m.name)
     if rule is None:
         return "reported"
-    return f"{rule.test.format(H.fmt(v.threshold.get(rule.param)))} ({rule.param})"
+    return f"{rule.test.format(helpers.fmt(v.threshold.get(rule.param)))} ({rule.param})"
 
 
 def _grid_tables(grid: str, verdicts: Sequence[Verdict]) -> list[str]:
     """A grid's verdicts: one row per claim, then one row per measure, then each verdict's reason."""
     numbers = quote_numbers()
     vs = [v for v in verdicts if v.grid == grid]
-    head = [[H.cell(x) for x in (v.claim.id, v.claim.section, f"[{numbers[v.claim.id]}]", f"**{v.outcome}**",
+    head = [[helpers.cell(x) for x in (v.claim.id, v.claim.section, f"[{numbers[v.claim.id]}]", f"**{v.outcome}**",
                                 v.n_conditions, v.n_distinct)] for v in vs]
     measures = []
     for v in vs:
         for k, m in enumerate(v.measures):
-            measures.append([H.cell(x) for x in (v.claim.id if k == 0 else "", m.name, H.fmt(m.value), _interval_text(m),
-                                                H.fmt(m.mde), _rule_text(v, m))])
+            measures.append([helpers.cell(x) for x in (v.claim.id if k == 0 else "", m.name, helpers.fmt(m.value), _interval_text(m),
+                                                helpers.fmt(m.mde), _rule_text(v, m))])
     return [
-        H.table(head, ["claim", "section", "quote", "outcome", "n cond", "n distinct"]), "",
-        H.table(measures, ["claim", "statistic", "value", "CI", "MDE", "held if"]), "",
+        helpers.table(head, ["claim", "section", "quote", "outcome", "n cond", "n distinct"]), "",
+        helpers.table(measures, ["claim", "statistic", "value", "CI", "MDE", "held if"]), "",
         "Why, claim by claim (the verdict's own words, and the parameters it was judged with):", "",
-        *(f"- **{v.claim.id}**: {v.reason}. Parameters: {H.fmt_dict(v.threshold)}." for v in vs),
+        *(f"- **{v.claim.id}**: {v.reason}. Parameters: {helpers.fmt_dict(v.threshold)}." for v in vs),
     ]
 
 
@@ -75,10 +75,10 @@ def _sensitivity_matrix(sweeps: list[dict[str, Any]], grids: list[str], t: Mappi
     for claim_id, param, value in keys:
         judged = t.get(claim_id, {}).get(param) == value
         body.append([claim_id if claim_id != last else "", param if claim_id != last else "",
-                     f"{H.fmt(value)}{' (judged)' if judged else ''}",
+                     f"{helpers.fmt(value)}{' (judged)' if judged else ''}",
                      *(outcome.get((claim_id, param, value, g), "–") for g in grids)])
         last = claim_id
-    return H.table(body, ["claim", "parameter", "value", *(f"`{g}`" for g in grids)])
+    return helpers.table(body, ["claim", "parameter", "value", *(f"`{g}`" for g in grids)])
 
 
 def render_claims(results: Iterable[Result], thresholds: Mapping[str, Any] | None = None,

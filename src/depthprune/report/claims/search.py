@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from depthprune.report import analysis as A
-from depthprune.report.claims import helpers as H
+from depthprune.report import analysis
+from depthprune.report.claims import helpers
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
 from depthprune.result import Result
 
@@ -43,16 +43,16 @@ def judge_search_gain(grid: str, rows: list[Result], t: Mapping[str, Any], g: Ma
     details: list[dict[str, Any]] = []
     used: list[Result] = []
     groups: list[tuple[float, list[Result]]] = []
-    for (model, budget), (ppl, margin) in H.pairs(rows, g).items():
+    for (model, budget), (ppl, margin) in helpers.pairs(rows, g).items():
         if g["oneshot"] not in ppl or len(ppl) < 2:
             continue
         gains = {s: ppl[g["oneshot"]]["calibration_loss"] - r["calibration_loss"]
                  for s, r in ppl.items() if s != g["oneshot"]}
         both = sorted(s for s in set(ppl) & set(margin)
-                      if H.metric(ppl[s], "c4_ppl") is not None and H.metric(margin[s], "c4_ppl") is not None)
+                      if helpers.metric(ppl[s], "c4_ppl") is not None and helpers.metric(margin[s], "c4_ppl") is not None)
         if not both:
             continue
-        gaps = [math.log(H.known(margin[s], "c4_ppl")) - math.log(H.known(ppl[s], "c4_ppl")) for s in both]
+        gaps = [math.log(helpers.known(margin[s], "c4_ppl")) - math.log(helpers.known(ppl[s], "c4_ppl")) for s in both]
         gain, gap = max(gains.values()), float(np.mean(gaps))
         ratio = gain / gap if gap > 0 else math.inf  # no objective gap: search gains cannot be small next to it
         details.append({"model": model, "budget": budget, "largest_gain": gain,
@@ -65,12 +65,12 @@ def judge_search_gain(grid: str, rows: list[Result], t: Mapping[str, Any], g: Ma
         return verdict("search-gain", grid, None, {"ratio": None}, th, 0, 0,
                        f"no (model, budget) with {g['oneshot']} and another searcher under ppl and c4_ppl "
                        "evaluated under both objectives")
-    ratio = H.median(d["ratio"] for d in details)
-    if any(H.blocks(sols, "c4_ppl") is None for _, sols in groups):
-        return verdict("search-gain", grid, None, {"ratio": ratio}, th, len(details), H.distinct(used),
+    ratio = helpers.median(d["ratio"] for d in details)
+    if any(helpers.blocks(sols, "c4_ppl") is None for _, sols in groups):
+        return verdict("search-gain", grid, None, {"ratio": ratio}, th, len(details), helpers.distinct(used),
                        f"median ratio {ratio:.2f}, but no per-window outcomes, so the objective gap's noise is "
                        "unknown: not measured", details)
-    _, boot = H.measured_groups([sols for _, sols in groups], "c4_ppl", t["n_resamples"], t["seed"])
+    _, boot = helpers.measured_groups([sols for _, sols in groups], "c4_ppl", t["n_resamples"], t["seed"])
     ratios = []
     for (gain, sols), (means, _) in zip(groups, boot):
         half = len(sols) // 2  # margin-chosen first, then ppl-chosen, searcher by searcher
@@ -78,12 +78,12 @@ def judge_search_gain(grid: str, rows: list[Result], t: Mapping[str, Any], g: Ma
         with np.errstate(divide="ignore"):
             ratios.append(np.where(gap_b > 0, gain / gap_b, np.inf))
     draws = np.median(np.array(ratios), axis=0)
-    low, high = H.interval(draws, t["confidence"])
-    mde = H.mde(draws, t)
-    held = H.decide(low, high, t["max_ratio"], "<=")
+    low, high = helpers.interval(draws, t["confidence"])
+    mde = helpers.mde(draws, t)
+    held = helpers.decide(low, high, t["max_ratio"], "<=")
     word = {True: "marginal", False: "not marginal", None: "not measured"}[held]
     return verdict("search-gain", grid, held, {"ratio": ratio, "ratio_low": low, "ratio_high": high,
-                                                "ratio_mde": mde}, th, len(details), H.distinct(used),
+                                                "ratio_mde": mde}, th, len(details), helpers.distinct(used),
                    f"median (largest search gain ÷ objective gap) {ratio:.2f} [{low:.2f}, {high:.2f}] vs ≤ "
                    f"{t['max_ratio']} (MDE {mde:.2f}): {word}", details)
 
@@ -113,7 +113,7 @@ def judge_search_cost(grid: str, rows: list[Result], t: Mapping[str, Any], g: Ma
     ratios: list[float] = []
     seconds_ratios: list[float] = []
     per_searcher: dict[str, list[float]] = defaultdict(list)
-    for (model, objective, budget), by_search in H.conditions(rows).items():
+    for (model, objective, budget), by_search in helpers.conditions(rows).items():
         base = by_search.get(g["oneshot"])
         dear = {s: r for s, r in by_search.items() if s in t["expensive"]}
         if base is None or not dear or _cost(base, t["measure"]) <= 0:
@@ -132,11 +132,11 @@ def judge_search_cost(grid: str, rows: list[Result], t: Mapping[str, Any], g: Ma
     if not details:
         return verdict("search-cost", grid, None, {"ratio": None}, th, 0, 0,
                        f"no condition with {g['oneshot']} and one of {', '.join(t['expensive'])}")
-    ratio = H.median(ratios)
+    ratio = helpers.median(ratios)
     held = ratio >= t["min_ratio"]
-    stat = {"ratio": ratio, **{s: H.median(v) for s, v in per_searcher.items()},
+    stat = {"ratio": ratio, **{s: helpers.median(v) for s, v in per_searcher.items()},
             "seconds ratio": float(np.nanmedian(seconds_ratios)) if not np.all(np.isnan(seconds_ratios)) else None}
-    return verdict("search-cost", grid, held, stat, th, len(details), H.distinct(used),
+    return verdict("search-cost", grid, held, stat, th, len(details), helpers.distinct(used),
                    f"median {t['measure']} ratio to {g['oneshot']} {ratio:.1f}× {'≥' if held else '<'} "
                    f"{t['min_ratio']}×", details)
 
@@ -152,10 +152,10 @@ def judge_search_convergence(grid: str, rows: list[Result], t: Mapping[str, Any]
     """Under one configuration the searchers agree on which layers to remove."""
     details: list[dict[str, Any]] = []
     used: list[Result] = []
-    for (model, objective, budget), by_search in H.conditions(rows).items():
+    for (model, objective, budget), by_search in helpers.conditions(rows).items():
         if len(by_search) < g["min_searchers"]:
             continue
-        overlap = A.mean_pairwise_jaccard([r["removed"] for r in by_search.values()])
+        overlap = analysis.mean_pairwise_jaccard([r["removed"] for r in by_search.values()])
         details.append({"model": model, "objective": objective, "budget": budget, "searchers": len(by_search),
                         "jaccard": overlap})
         used += by_search.values()
@@ -163,8 +163,8 @@ def judge_search_convergence(grid: str, rows: list[Result], t: Mapping[str, Any]
     if not details:
         return verdict("search-convergence", grid, None, {"jaccard": None}, th, 0, 0,
                        f"no condition with ≥ {g['min_searchers']} searchers")
-    overlap = H.median(d["jaccard"] for d in details)
+    overlap = helpers.median(d["jaccard"] for d in details)
     held = overlap >= t["min_jaccard"]
-    return verdict("search-convergence", grid, held, {"jaccard": overlap}, th, len(details), H.distinct(used),
+    return verdict("search-convergence", grid, held, {"jaccard": overlap}, th, len(details), helpers.distinct(used),
                    f"median pairwise Jaccard within a condition {overlap:.2f} {'≥' if held else '<'} "
                    f"{t['min_jaccard']}", details)

@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from depthprune.report import noise as N
-from depthprune.report.claims import helpers as H
+from depthprune.report import noise
+from depthprune.report.claims import helpers
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
 from depthprune.result import Result
 
@@ -40,9 +40,9 @@ def share_tables(rows: list[Result], g: Mapping[str, Any]) -> list[ShareTable]:
     """The pairs 5.2 splits, from a grid's selected solutions: those with at least ``min_searchers``
     searchers common to both objectives that have c4_ppl and avg_acc."""
     out = []
-    for (model, budget), (ppl, margin) in H.pairs(rows, g).items():
+    for (model, budget), (ppl, margin) in helpers.pairs(rows, g).items():
         common = sorted(s for s in set(ppl) & set(margin)
-                        if all(H.metric(side[s], m) is not None for side in (ppl, margin) for m, _ in SHARE_METRICS))
+                        if all(helpers.metric(side[s], m) is not None for side in (ppl, margin) for m, _ in SHARE_METRICS))
         if len(common) < g["min_searchers"]:
             continue
         out.append(ShareTable(model, budget, common, [side[s] for side in (ppl, margin) for s in common]))
@@ -109,9 +109,9 @@ def judge_5_2(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[st
     for model, budget, common, solutions in share_tables(rows, g):
         row: dict[str, Any] = {"model": model, "budget": budget, "searchers": len(common)}
         for m, f in SHARE_METRICS:
-            y = np.array([f(H.known(r, m)) for r in solutions])
+            y = np.array([f(helpers.known(r, m)) for r in solutions])
             row[f"D_{m}_uncorrected"] = share_gap_of(corrected_ss(y, np.zeros((len(y), len(y))), len(common)))
-            if H.blocks(solutions, m) is not None:
+            if helpers.blocks(solutions, m) is not None:
                 per_metric[m].append((solutions, len(common)))
         details.append(row)
         used += solutions
@@ -133,14 +133,14 @@ def judge_5_2(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[st
             continue
         groups = [sols for sols, _ in per_metric[m]]
         sizes = [n for _, n in per_metric[m]]
-        point, boot = H.measured_groups(groups, m, t["n_resamples"], t["seed"])
+        point, boot = helpers.measured_groups(groups, m, t["n_resamples"], t["seed"])
         # c4_ppl's means are mean window NLLs, i.e. log perplexity; avg_acc's the tasks' mean accuracy
         estimate = share_gap_of(sum(corrected_ss(y, c, n) for (y, c), n in zip(point, sizes)))
         draws = share_gap_of(sum(corrected_ss(y, c, n) for (y, c), n in zip(boot, sizes)))
-        low, high = H.interval(draws, t["confidence"])
-        mde = H.mde(draws, t)
+        low, high = helpers.interval(draws, t["confidence"])
+        mde = helpers.mde(draws, t)
         stat.update({f"D_{m}": estimate, f"D_{m}_low": low, f"D_{m}_high": high, f"D_{m}_mde": mde})
-        decided[m] = H.decide(low, high, threshold, side)
+        decided[m] = helpers.decide(low, high, threshold, side)
         bound = f"±{threshold}" if side == "within" else f"{threshold}"
         interval = f"D {estimate:+.2f} [{low:+.2f}, {high:+.2f}]"
         if decided[m] is None:
@@ -152,20 +152,20 @@ def judge_5_2(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[st
         stat["paired_mde_acc_pts"] = mde_pts
     values = list(decided.values())
     held = False if False in values else None if None in values else True
-    return verdict("5.2", grid, held, stat, th, len(details), H.distinct(used), "; ".join(words), details)
+    return verdict("5.2", grid, held, stat, th, len(details), helpers.distinct(used), "; ".join(words), details)
 
 
 def grid_accuracy_mde(rows: Sequence[Result], t: Mapping[str, Any]) -> float | None:
     """Median over conditions and their solution pairs of the paired accuracy MDE, in points."""
     mdes = []
-    for _, by_search in H.conditions(rows).items():
+    for _, by_search in helpers.conditions(rows).items():
         sols = list({frozenset(r["removed"]): r for r in by_search.values()}.values())
         if len(sols) < 2:
             continue
-        blocks = H.blocks(sols, "avg_acc")
+        blocks = helpers.blocks(sols, "avg_acc")
         if blocks is None:
             continue
-        mdes += [100 * N.paired_mde(blocks, a, b, t["confidence"], t["power"])
+        mdes += [100 * noise.paired_mde(blocks, a, b, t["confidence"], t["power"])
                  for a in range(len(sols)) for b in range(a + 1, len(sols))]
     return float(np.median(mdes)) if mdes else None
 
