@@ -22,7 +22,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from torch import nn
-from torch.nn import functional as F
+from torch.nn import functional as F  # noqa: N812 (torch's idiom)
 
 from depthprune.objectives.base import OutputHead, _onednn_bf16_fpmath
 

@@ -21,7 +21,7 @@ import warnings
 
 import pytest
 import torch
-from torch.nn import functional as F
+from torch.nn import functional as F  # noqa: N812 (torch's idiom)
 
 from depthprune import precision
 from depthprune.calibration import CalibrationData
