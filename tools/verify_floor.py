@@ -30,8 +30,8 @@ from depthprune.verify.second import check_scorer
 
 
 def walk(sets: set[frozenset[int]], n_layers: int) -> int:
-    """Blocks the prefix-tree walk of ``sets`` runs (:meth:`Scorer.prefetch`, from the dense states): the nodes of
-    the tree, each block ``k`` after a set's first removed one under the removals before it (the count
+    """Blocks the prefix-tree walk of ``sets`` runs (:meth:`Scorer.prefetch`, from the dense states): the nodes
+    of the tree, each block ``k`` after a set's first removed one under the removals before it (the count
     ``tests/core/test_scoring.py`` holds the walk to)."""
     return len({(k, frozenset(i for i in s if i < k)) for s in sets if s for k in range(min(s), n_layers) if k not in s})
 
