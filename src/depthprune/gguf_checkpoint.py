@@ -1,15 +1,16 @@
 """A GGUF's dense checkpoint, converted once into the depthprune cache and loaded from there.
 
-transformers reads a GGUF slowly: its metadata is parsed in full (every vocabulary entry, ~1.6 M fields
-at Gemma-3's 262k tokens) for the config, again for the weights, and every tensor is dequantised in numpy.
-At one thread that is ~25 s for smollm2-135m and ~75 s for gemma3-270m, paid by every process that opens
-the model (each test module, grid cell worker and ``depthprune verify``). So the first load converts: the
-GGUF is read once as today (its metadata parsed once, :func:`_one_reader_per_file`), dequantised to float32,
-and ``save_pretrained`` writes the dense checkpoint (safetensors, config, tokenizer) to
-``$DEPTHPRUNE_CACHE/converted/<model>/<GGUF sha256[:16]>-<transformers version>/``; every load, the first included, then reads that directory with the requested dtype. A cast
-from the same float32 tensors to the run's dtype is the cast a direct GGUF load makes, so the loaded
-weights are the same bit for bit (``tests/real/test_gguf_checkpoint.py``). The result identity's
-``weights`` stays the GGUF's fingerprint: the conversion is a cache of the same weights.
+transformers reads a GGUF slowly: its metadata is parsed in full (every vocabulary entry, ~1.6 M fields at
+Gemma-3's 262k tokens) for the config, again for the weights, and every tensor is dequantised in numpy. At one
+thread that is ~25 s for smollm2-135m and ~75 s for gemma3-270m, paid by every process that opens the model
+(each test module, grid cell worker and ``depthprune verify``). So the first load converts: the GGUF is read
+once as today (its metadata parsed once, :func:`_one_reader_per_file`), dequantised to float32, and
+``save_pretrained`` writes the dense checkpoint (safetensors, config, tokenizer) to
+``$DEPTHPRUNE_CACHE/converted/<model>/<GGUF sha256[:16]>-<transformers version>/``; every load, the first
+included, then reads that directory with the requested dtype. A cast from the same float32 tensors to the
+run's dtype is the cast a direct GGUF load makes, so the loaded weights are the same bit for bit
+(``tests/real/test_gguf_checkpoint.py``). The result identity's ``weights`` stays the GGUF's fingerprint: the
+conversion is a cache of the same weights.
 
 ``DEPTHPRUNE_GGUF_CACHE=off`` reads the GGUF directly every time. A half-written conversion is never
 used: it is written to a temporary directory beside its place and renamed when complete. Processes that
