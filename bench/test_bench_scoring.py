@@ -166,19 +166,15 @@ def test_verify_sets_in_prefix_order_vs_one_call_each(benchmark, objective):
     from pathlib import Path
 
     from depthprune.recipe import Session
-    from depthprune.verify.remeasure import FULL, _condition, _sets_to_check, held_out
-    from depthprune.verify.replay import replay
+    from depthprune.verify.remeasure import condition_key, condition_requests
     from depthprune.verify.run import select_cells
     from depthprune.verify.second import check_scorer
 
     archive = Path(__file__).resolve().parents[1] / "archive"
     cells = [r for r in select_cells([archive], ["tiny"])
              if r.identity.model == "tiny-llama3" and r.identity.objective == objective]
-    key = _condition(cells[0])
-    cells = [r for r in cells if _condition(r) == key]
-    replays = [replay(r) for r in cells]
-    held = set(held_out(cells, replays, 0))
-    requests = [s for r, rep in zip(cells, replays) for s in _sets_to_check(r, rep, 0, held, FULL)]
+    key = condition_key(cells[0])
+    requests = condition_requests([r for r in cells if condition_key(r) == key])
     session = Session.open("tiny-llama3", device="cpu")
 
     def one_each():

@@ -23,8 +23,7 @@ from collections import defaultdict
 import torch
 
 from depthprune.recipe import Session
-from depthprune.verify.remeasure import FULL, _condition, _sets_to_check, held_out
-from depthprune.verify.replay import replay
+from depthprune.verify.remeasure import condition_key, condition_requests
 from depthprune.verify.run import select_cells
 from depthprune.verify.second import check_scorer
 
@@ -57,7 +56,7 @@ def main() -> None:
     by_condition = defaultdict(list)
     for r in select_cells([args.results], [args.grid]):
         if not args.model or r.identity.model in args.model:
-            by_condition[_condition(r)].append(r)
+            by_condition[condition_key(r)].append(r)
     rows = []
     for model in sorted({k[0] for k in by_condition}):
         session = Session.open(model, device="cpu", dtype=args.dtype)
@@ -65,9 +64,7 @@ def main() -> None:
         try:
             for key in sorted(k for k in by_condition if k[0] == model):
                 cells = by_condition[key]
-                reps = [replay(r) for r in cells]
-                held = set(held_out(cells, reps, 0))
-                sets = {s for r, rep in zip(cells, reps) for s in _sets_to_check(r, rep, 0, held, FULL)}
+                sets = set(condition_requests(cells))
                 scorer = check_scorer(session, key)  # with its dense pass
                 head = best_seconds(scorer, frozenset({n - 1}), False, args.rounds)
                 block = (best_seconds(scorer, frozenset({0}), True, args.rounds) - head) / (n - 1)

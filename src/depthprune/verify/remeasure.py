@@ -147,7 +147,8 @@ class CellCheck:
                 "second_opinion": self.second.to_dict() if self.second else None}
 
 
-def _condition(result: Result) -> tuple[str, str, str]:
+def condition_key(result: Result) -> tuple[str, str, str]:
+    """A result's condition: model, objective and the objective's parameters as canonical JSON (one scorer each)."""
     return result.identity.model, result.identity.objective, canonical(result["objective_params"])
 
 
@@ -169,7 +170,7 @@ def held_out(cells: Sequence[Result], replays: Sequence[Replay], seed: int) -> l
     protected = {s for r, rep in zip(cells, replays) for s in _always_checked(r, rep)}
     pool = sorted({frozenset(s) for r in cells for s, _ in r["trace"] if len(s) >= 2} - protected,
                   key=lambda s: (len(s), sorted(s)))
-    condition = "|".join(map(str, _condition(cells[0])))
+    condition = "|".join(map(str, condition_key(cells[0])))
     rng = random.Random(f"band:{seed}:{condition}")
     out: list[frozenset[int]] = []
     for size in sorted({len(s) for s in pool}):
@@ -187,6 +188,15 @@ def _sets_to_check(result: Result, rep: Replay, seed: int,
     rng = random.Random(f"{seed}:{result['cell']}")
     out += rng.sample(rest, min(sample.extra_sets, len(rest)))
     return list(dict.fromkeys(out))
+
+
+def condition_requests(cells: Sequence[Result], seed: int = 0, sample: Sample = FULL) -> list[frozenset[int]]:
+    """The sets checked over ``cells``, every cell of one condition, in the cells' order (repeats kept), the
+    measuring sets drawn from them left out: what :func:`remeasure` scores for a condition whose population is
+    ``cells`` (``tools/verify_floor.py`` counts them, ``bench/test_bench_scoring.py`` times them)."""
+    replays = [replay(r) for r in cells]
+    held = set(held_out(cells, replays, seed))
+    return [s for r, rep in zip(cells, replays) for s in _sets_to_check(r, rep, seed, held, sample)]
 
 
 def _recorded_losses(result: Result) -> dict[frozenset[int], float]:
@@ -353,10 +363,10 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
 
     by_model: dict[str, dict[tuple[str, str, str], list[Result]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
-        by_model[r.identity.model][_condition(r)].append(r)
+        by_model[r.identity.model][condition_key(r)].append(r)
     everyone: dict[tuple[str, str, str], dict[tuple[str, str], Result]] = defaultdict(dict)
     for r in [*results, *(population or ())]:  # the selected cells, then the rest of their population
-        everyone[_condition(r)].setdefault((str(r.identity.grid), r["cell"]), r)
+        everyone[condition_key(r)].setdefault((str(r.identity.grid), r["cell"]), r)
     checks: list[CellCheck] = []
     differences: list[Difference] = []
     bar = tqdm(total=len(results), desc="verify", unit="cell", disable=not progress, leave=False)
