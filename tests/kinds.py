@@ -54,6 +54,7 @@ KINDS: dict[str, str] = {
     "tests/core/test_result_type.py": "unit",
     "tests/core/test_score_store.py": "integration",
     "tests/core/test_scoring.py": "unit",
+    "tests/core/test_state_cache.py": "unit",
     "tests/builders/test_task_baselines.py": "unit",
     "tests/core/test_text_tables.py": "unit",
     "tests/grid/test_archive.py": "unit",

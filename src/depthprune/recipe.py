@@ -188,6 +188,7 @@ class Calibration:
                     store.put(single, *memo[single])
             prior.append(memo[single][0])
             prior_seconds += memo[single][1]
+        scorer.cache.drop_spares()  # the calibration lives as long as its session; its searches fork a cache
         # the stored energy (and other workers' later sets) are read before each search (_refresh)
         return cls(session, objective, scorer, prior, dense_seconds, prior_seconds, memo,
                    time.perf_counter() - start, None, store)

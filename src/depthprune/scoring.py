@@ -10,8 +10,9 @@ the ``score`` callable that searchers receive. It
   the candidate that first differs from its base at block ``j`` runs only blocks ``≥ j``;
 * decides what to keep by usefulness: the dense model's states always, and the states
   of the ``keep_best`` best sets of each size (the sets searchers extend next: greedy's
-  and beam's bases, GA's elites, BO's incumbents); the byte budget is enforced
-  least-recently-used first, so memory stays bounded whatever the search does;
+  and beam's bases, GA's elites, BO's incumbents), and every other set's states as *spares*
+  while the budget has room (dropped first); the byte budget is enforced least-recently-used
+  first, so memory stays bounded whatever the search does;
 * runs the model's *own* forward (masks, rotary embeddings, norms) on a view of the
   kept blocks (:mod:`depthprune.masking`) and injects a cached state with a forward
   pre-hook — no architecture is re-implemented, and a self-check at start-up proves
@@ -99,8 +100,11 @@ class Scorer:
         keep_best: int = 4,
         verify: bool = True,
         dense_pass: bool = True,
+        spare_states: bool = True,
     ) -> None:
-        """``dense_pass=False``: no dense run at start-up (``dense_loss`` stays NaN) and no prefix
+        """``spare_states``: also keep sets outside the ``keep_best`` as spares while the budget has room
+        (:mod:`depthprune.state_cache`; the losses and the counted cost are the same either way).
+        ``dense_pass=False``: no dense run at start-up (``dense_loss`` stays NaN) and no prefix
         cache, so every set runs from the embeddings: cheaper where only a few sets are
         scored, whose resumed blocks would save less than the dense pass costs (``depthprune verify``'s
         small samples: :func:`depthprune.verify.second.check_scorer`). An objective that takes its
@@ -110,7 +114,7 @@ class Scorer:
                              "dense_pass=False is not possible for it")
         data = CalibrationData.build(model, batches, objective)
         max_bytes = cache_bytes if cache_bytes is not None else _default_cache_bytes(data.device)
-        self._setup(data, prefix_cache and dense_pass, StateCache(max_bytes, keep_best), memo={})
+        self._setup(data, prefix_cache and dense_pass, StateCache(max_bytes, keep_best, spare_states), memo={})
         self._check_custom_masks()
         if not dense_pass:
             return
@@ -165,7 +169,8 @@ class Scorer:
             raise ValueError("a scorer without its dense pass (dense_pass=False) cannot be forked")
         twin = object.__new__(Scorer)
         memo = {frozenset(): self.dense_loss, **(known or {})}
-        twin._setup(self.data, self.prefix_cache, StateCache(self.cache.max_bytes, self.cache.keep_best), memo)
+        cache = StateCache(self.cache.max_bytes, self.cache.keep_best, self.cache.spare)
+        twin._setup(self.data, self.prefix_cache, cache, memo)
         twin._energy = energy
         twin.sink = sink
         dense_keys = self.cache.owned.get(frozenset(), [])

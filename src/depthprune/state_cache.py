@@ -7,6 +7,15 @@ next); the byte budget is enforced least-recently-used first. Its own module bec
 users share the one policy: the :class:`~depthprune.scoring.Scorer` that holds tensors, and
 :func:`~depthprune.request_cost.replay_cost`, which replays the policy without them to count a
 search's cost.
+
+With ``spare=True`` (the scorer's default) the cache also holds every other set's states while the
+budget has room: *spares*, dropped first, least recently used first, whenever room is needed. A
+searcher's next sets often share a prefix with sets outside the best few (GA's offspring with any
+parent, beam's candidates with any of the beam's), so they resume deeper and run fewer blocks. The
+kept-best states are the same with or without spares, and a resumed set is the same forward on the
+same input, so losses are the same bits; only this process's work shrinks. A search's *counted*
+cost replays the policy without spares (:func:`~depthprune.request_cost.replay_cost`), so it stays
+a function of the searcher's requests alone, comparable across machines and memory sizes.
 """
 
 from __future__ import annotations
@@ -56,10 +65,12 @@ class _Entry:
 class StateCache:
     """Boundary states under a byte budget; see the module docstring for the policy."""
 
-    def __init__(self, max_bytes: int, keep_best: int) -> None:
+    def __init__(self, max_bytes: int, keep_best: int, spare: bool = False) -> None:
         self.max_bytes = max_bytes
         self.keep_best = keep_best
+        self.spare = spare
         self.entries: OrderedDict[Key, _Entry] = OrderedDict()  # LRU order: oldest first
+        self.spares: OrderedDict[Key, None] = OrderedDict()  # the entries no kept set owns, LRU order
         self.owned: dict[frozenset[int], list[Key]] = {}
         self.ranking: dict[int, list[tuple[float, tuple[int, ...]]]] = {}
         self.bytes = 0
@@ -70,13 +81,31 @@ class StateCache:
             entry = self.entries.get(boundary_key(b, removed))
             if entry is not None:
                 self.entries.move_to_end(boundary_key(b, removed))
+                if boundary_key(b, removed) in self.spares:
+                    self.spares.move_to_end(boundary_key(b, removed))
                 return b, entry
         return 0, None
 
     def _drop(self, key: Key) -> None:
         entry = self.entries.pop(key, None)
+        self.spares.pop(key, None)
         if entry is not None:
             self.bytes -= entry.nbytes
+
+    def _demote(self, owner: frozenset[int]) -> None:
+        """``owner`` left the best of its size: its states become spares (or go, without spares)."""
+        if not self.spare:
+            self._drop_owner(owner)
+            return
+        for key in self.owned.pop(owner, []):
+            entry = self.entries.get(key)
+            if entry is not None and entry.owner == owner:
+                self.spares[key] = None
+
+    def _make_room(self, nbytes: int) -> None:
+        """Drop spares, then any state, least recently used first, until ``nbytes`` more fit the budget."""
+        while self.bytes + nbytes > self.max_bytes and self.entries:
+            self._drop(next(iter(self.spares)) if self.spares else next(iter(self.entries)))
 
     def _drop_owner(self, owner: frozenset[int]) -> None:
         for key in self.owned.pop(owner, []):
@@ -85,7 +114,9 @@ class StateCache:
                 self._drop(key)
 
     def offer(self, owner: frozenset[int], loss: float, states: dict[Key, list[torch.Tensor]]) -> None:
-        """Keep ``states`` (computed while scoring ``owner``) if ``owner`` ranks high enough."""
+        """Keep ``states`` (computed while scoring ``owner``) if ``owner`` ranks high enough; as spares if not
+        (with ``spare``). A kept set takes over a state a spare holds under the same key."""
+        kept = True
         if owner:
             ranked = self.ranking.setdefault(len(owner), [])
             me = (loss if not math.isnan(loss) else math.inf, tuple(sorted(owner)))
@@ -93,19 +124,27 @@ class StateCache:
             ranked.sort()
             while len(ranked) > self.keep_best:
                 _, loser = ranked.pop()
-                self._drop_owner(frozenset(loser))
-            if me not in ranked:
+                self._demote(frozenset(loser))
+            kept = me in ranked
+            if not kept and not self.spare:
                 return
-        keys = self.owned.setdefault(owner, [])
+        keys = self.owned.setdefault(owner, []) if kept else []
         for key, tensors in states.items():
-            if key in self.entries:
+            entry = self.entries.get(key)
+            if entry is not None:
+                if kept and key in self.spares:
+                    entry.owner = owner
+                    del self.spares[key]
+                    keys.append(key)
                 continue
             nbytes = sum(t.numel() * t.element_size() for t in tensors)
             self.entries[key] = _Entry(tensors, owner, nbytes)
             self.bytes += nbytes
-            keys.append(key)
-        while self.bytes > self.max_bytes and self.entries:
-            self._drop(next(iter(self.entries)))
+            if kept:
+                keys.append(key)
+            else:
+                self.spares[key] = None
+        self._make_room(0)
         self.peak = max(self.peak, self.bytes)
 
     def lend(self, key: Key, states: list[torch.Tensor]) -> bool:
@@ -113,7 +152,11 @@ class StateCache:
         them to later sets), outside the keep-best ranking (LRU eviction may still drop them); False where ``key``
         is held already or the byte budget has no room for them."""
         nbytes = sum(t.numel() * t.element_size() for t in states)
-        if key in self.entries or self.bytes + nbytes > self.max_bytes:
+        if key in self.entries:
+            return False
+        while self.spares and self.bytes + nbytes > self.max_bytes:
+            self._drop(next(iter(self.spares)))
+        if self.bytes + nbytes > self.max_bytes:
             return False
         self.entries[key] = _Entry(states, _LENT, nbytes)
         self.bytes += nbytes
@@ -126,7 +169,13 @@ class StateCache:
         if entry is not None and entry.owner is _LENT:
             self._drop(key)
 
+    def drop_spares(self) -> None:
+        """Free every spare: for a cache that lives on after its burst of sets (a calibration's prior)."""
+        for key in list(self.spares):
+            self._drop(key)
+
     def clear(self) -> None:
+        self.spares.clear()
         self.entries.clear()
         self.owned.clear()
         self.ranking.clear()

@@ -65,9 +65,10 @@ def assumption_lines(a: Assumptions, gpu: GPU) -> list[str]:
         f"Evaluation (paper profile): WikiText-2 test ~{WIKITEXT2_TEST_TOKENS // 1000}k tokens, C4 windows x "
         "seq_len, lm-eval documents x requests x tokens per request (EVAL_TASKS, tokens guessed); every cell "
         "evaluated once plus the dense model once per model (the evaluation cache is not credited).",
-        f"Memory per worker: weights (params x {a.dtype_bytes} B) + the prefix cache (its demand: the dense "
-        f"states and {a.keep_best} sets of each size at every boundary, capped by scoring._default_cache_bytes: "
-        f"{a.cache_fraction:.0%} of the memory free after loading) + the largest of: a search run's captured states "
+        f"Memory per worker: weights (params x {a.dtype_bytes} B) + the prefix cache at its budget "
+        f"(scoring._default_cache_bytes: {a.cache_fraction:.0%} of the memory free after loading; the kept states, "
+        f"the dense ones and {a.keep_best} sets of each size at every boundary, are its demand, and other sets' "
+        "states fill the rest as spares) + the largest of: a search run's captured states "
         "(capped by the same budget: a run captures before the cache trims) and one micro-batch's block and "
         "2048-token head activations; an evaluation batch through a block and one 2048-token head chunk (the head "
         "is chunked); cbo's gate-gradient backward (blocks and head chunks recomputed in the backward: two "

@@ -32,12 +32,12 @@ class Memory:
     """
 
     weights: float
-    prefix_cache: float  # what the cache holds: its demand, capped by its budget
+    prefix_cache: float  # what the cache holds: its budget (spares fill what the kept states leave)
     in_flight: float  # the largest phase below
     phase: str  # "search" | "evaluation" | "cbo backward"
     cuda_context: float
     cache_budget: float  # scoring._default_cache_bytes
-    cache_demand: float  # dense states + keep_best sets of each size, every boundary
+    cache_demand: float  # the kept states: dense + keep_best sets of each size, every boundary
 
     @property
     def peak(self) -> float:
@@ -159,7 +159,8 @@ def worker_memory(shape: ModelShape, grid: Grid, a: Assumptions, gpu: GPU, calib
         phases["cbo backward"] = (2 * shape.layers * micro * shape.hidden * b + micro * per_layer * b
                                   + grad_rows * logits)
     phase = max(phases, key=phases.__getitem__)
-    return Memory(weights / GIB, min(budget_bytes, demand) / GIB, phases[phase] / GIB, phase, a.cuda_context_gib,
+    # the kept states take min(budget, demand); other sets' states fill the rest as spares (state_cache.py)
+    return Memory(weights / GIB, budget_bytes / GIB, phases[phase] / GIB, phase, a.cuda_context_gib,
                   budget_bytes / GIB, demand / GIB)
 
 
