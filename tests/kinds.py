@@ -115,6 +115,7 @@ KINDS: dict[str, str] = {
     "bench/test_bench_head.py": "benchmark",
     "bench/test_bench_lm_adapter.py": "benchmark",
     "bench/test_bench_score_store.py": "benchmark",
+    "bench/test_bench_spares.py": "benchmark",
     "bench/test_bench_scoring.py": "benchmark",
     "bench/test_bench_speed.py": "benchmark",
 }
