@@ -164,6 +164,8 @@ class Calibration:
     #: the gate-gradient energy (cbo's quadratic model) and the seconds it took, once computed or stored
     energy: tuple[tuple[list[float], list[list[float]]], float] | None = field(default=None, repr=False)
     store: ScoreStore | None = field(default=None, repr=False)
+    #: the last search's fork: the next one takes over its prefix cache (one warm calibration per session)
+    warm: Scorer | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, session: Session, objective: Objective) -> Calibration:
@@ -206,8 +208,9 @@ class Calibration:
                share_memo: bool = True) -> SearchOutcome:
         """Run ``searcher`` on a fork of the dense scorer; cost as if it ran alone (module docstring).
 
-        ``share_memo``: start from the losses earlier searches of this calibration computed
-        (results and counts are the same either way; only this process's work shrinks).
+        ``share_memo``: start from the losses earlier searches of this calibration computed, and resume from
+        the prefix-cache states the last one left (results and counts are the same either way; only this
+        process's work shrinks).
         """
         instance = get_searcher(searcher, progress=progress, **(params or {}))
         if self.store is not None and share_memo:
@@ -218,7 +221,12 @@ class Calibration:
         prior_singles = {frozenset([i]): loss for i, loss in enumerate(self.prior)} if use_prior else {}
         known = {**shared, **prior_singles}
         fork = self.scorer.fork(known=known, energy=self.energy[0] if share_memo and self.energy else None,
-                                sink=self.store.put if self.store is not None else None)
+                                sink=self.store.put if self.store is not None else None,
+                                reuse=self.warm if share_memo else None)
+        if share_memo:  # its states stay for this condition's next search; another condition's go
+            for other in self.session.calibrations():
+                other.warm = None
+            self.warm = fork
         torch.manual_seed(seed)
         result = instance.search(n_layers=fork.n_layers, budget=budget, score=fork, seed=seed,
                                  protected=frozenset(protected), prior=self.prior if use_prior else None)

@@ -154,7 +154,8 @@ class Scorer:
 
     def fork(self, known: dict[frozenset[int], float] | None = None,
              energy: tuple[list[float], list[list[float]]] | None = None,
-             sink: Callable[[frozenset[int], float, float], None] | None = None) -> Scorer:
+             sink: Callable[[frozenset[int], float, float], None] | None = None,
+             reuse: Scorer | None = None) -> Scorer:
         """A scorer with fresh memo, counters and request log over the same calibration data.
 
         It starts from this scorer's dense states (so no dense pass is repeated) and
@@ -164,18 +165,27 @@ class Scorer:
         still logs its request).
         ``sink(set, loss, seconds)`` hears of every set this fork computes, as it is computed
         (the score store: :mod:`depthprune.score_store`).
+        ``reuse``: an earlier fork of this scorer whose cache this one takes over (restarted: its sets' states
+        become spares), so a condition's next search resumes from the states its last one computed.
         """
         if frozenset() not in self.memo:
             raise ValueError("a scorer without its dense pass (dense_pass=False) cannot be forked")
+        if reuse is not None and reuse.data is not self.data:
+            raise ValueError("reuse: a fork of another scorer (other calibration data) cannot lend its states")
         twin = object.__new__(Scorer)
         memo = {frozenset(): self.dense_loss, **(known or {})}
-        cache = StateCache(self.cache.max_bytes, self.cache.keep_best, self.cache.spare)
+        if reuse is not None:
+            cache = reuse.cache
+            cache.restart()
+        else:
+            cache = StateCache(self.cache.max_bytes, self.cache.keep_best, self.cache.spare)
         twin._setup(self.data, self.prefix_cache, cache, memo)
         twin._energy = energy
         twin.sink = sink
-        dense_keys = self.cache.owned.get(frozenset(), [])
-        twin.cache.offer(frozenset(), self.dense_loss,
-                         {k: self.cache.entries[k].states for k in dense_keys if k in self.cache.entries})
+        if reuse is None:
+            dense_keys = self.cache.owned.get(frozenset(), [])
+            twin.cache.offer(frozenset(), self.dense_loss,
+                             {k: self.cache.entries[k].states for k in dense_keys if k in self.cache.entries})
         return twin
 
     # -- public ------------------------------------------------------------------------

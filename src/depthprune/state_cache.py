@@ -169,6 +169,13 @@ class StateCache:
         if entry is not None and entry.owner is _LENT:
             self._drop(key)
 
+    def restart(self) -> None:
+        """A new search on this cache: every state but the dense ones becomes a spare (goes, without ``spare``)
+        and no set ranks yet, so the states kept from here on are those a fresh cache would keep."""
+        for owner in [o for o in self.owned if o]:
+            self._demote(owner)
+        self.ranking.clear()
+
     def drop_spares(self) -> None:
         """Free every spare: for a cache that lives on after its burst of sets (a calibration's prior)."""
         for key in list(self.spares):

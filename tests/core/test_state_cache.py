@@ -93,3 +93,30 @@ def test_spares_change_the_work_not_the_losses_nor_the_counted_cost(searcher):
                        scorer.stats.layer_forwards)
     assert runs[True][:4] == runs[False][:4]
     assert runs[True][4] < runs[False][4], (runs[True][4], runs[False][4])
+
+
+def test_a_condition_s_next_search_resumes_from_the_states_its_last_one_left():
+    """A calibration's fork takes over its last search's cache (restarted: its sets' states are spares):
+    greedy to 3 after greedy to 2 runs only its new step's blocks from the deepest states, with the same
+    result and counted cost as on a fresh cache. Another condition's search takes the warm cache away."""
+    from depthprune.recipe import Session
+
+    session = Session.open("tiny-llama3")
+    calib = session.calibrate("ppl", n_samples=2, seq_len=16)
+    runs = {}
+    for warm in (False, True):
+        calib.memo = {s: v for s, v in calib.memo.items() if len(s) <= 1}  # the prior only
+        calib.warm = None
+        calib.search("greedy", 2)
+        if not warm:
+            calib.warm = None
+        out = calib.search("greedy", 3)
+        runs[warm] = (out.removed, out.result.loss.hex(), out.result.trace,
+                      {k: out.cost[k] for k in ("evaluations", "layer_forwards")}, out.cost["layer_forwards_here"])
+    assert runs[True][:4] == runs[False][:4]
+    assert runs[True][4] < runs[False][4], (runs[True][4], runs[False][4])
+    assert calib.warm is not None
+    session.calibrate("ppl", n_samples=2, seq_len=12).search("oneshot", 2)
+    assert calib.warm is None
+    with pytest.raises(ValueError, match="another scorer"):
+        session.calibrate("ppl", n_samples=2, seq_len=12).scorer.fork(reuse=calib.scorer.fork())
