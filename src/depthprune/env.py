@@ -145,6 +145,15 @@ def device_memory(device: Any) -> int:
         return 8 << 30
 
 
+def local_workers() -> int:
+    """How many processes of this run share the machine's memory: pytest-xdist's workers
+    (``PYTEST_XDIST_WORKER_COUNT``, set in each), else 1. CPU memory budgets are split among them."""
+    try:
+        return max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    except ValueError:
+        return 1
+
+
 def release_free_memory() -> bool:
     """Hand the allocator's free pages back to the OS (glibc's ``malloc_trim(0)``, which also returns
     free pages inside the heap); False where there is no glibc. Under the CPU environments'

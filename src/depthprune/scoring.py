@@ -37,7 +37,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from depthprune.calibration import CalibrationData
-from depthprune.env import device_memory
+from depthprune.env import device_memory, local_workers
 from depthprune.gates import energy_passes, quadratic_energy
 from depthprune.masking import check_removed, hidden_of, keep_only, restore
 from depthprune.objectives.base import Batch, Objective
@@ -63,7 +63,11 @@ class ScorerStats:
 
 
 def _default_cache_bytes(device: torch.device) -> int:
-    return int(device_memory(device) * (0.4 if device.type == "cuda" else 0.25))
+    """40% of a GPU's free memory (a worker per GPU); on a CPU a quarter of its memory, split among the local
+    workers that share it (:func:`depthprune.env.local_workers`): the spares fill whatever budget there is."""
+    if device.type == "cuda":
+        return int(device_memory(device) * 0.4)
+    return int(device_memory(device) * 0.25 / local_workers())
 
 
 def token_weights(batch: Batch) -> torch.Tensor:

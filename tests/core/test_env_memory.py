@@ -7,6 +7,10 @@ import subprocess
 import sys
 
 import pytest
+import torch
+
+from depthprune.env import device_memory, local_workers
+from depthprune.scoring import _default_cache_bytes
 
 SCRIPT = """
 import torch
@@ -53,3 +57,13 @@ def test_git_revision_is_dirty_only_for_changes_under_its_tree(tmp_path):
     assert git_revision(tmp_path / "pkg") == clean
     (tmp_path / "pkg" / "code.py").write_text("x = 2\n")
     assert git_revision(tmp_path / "pkg") == clean + "+dirty"
+
+
+def test_a_cpu_cache_budget_is_split_among_the_local_workers(monkeypatch):
+    cpu = torch.device("cpu")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    assert local_workers() == 1 and _default_cache_bytes(cpu) == int(device_memory(cpu) * 0.25)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "4")
+    assert local_workers() == 4 and _default_cache_bytes(cpu) == int(device_memory(cpu) * 0.25 / 4)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "many")
+    assert local_workers() == 1
