@@ -224,7 +224,7 @@ class Calibration:
                                 sink=self.store.put if self.store is not None else None,
                                 reuse=self.warm if share_memo else None)
         if share_memo:  # its states stay for this condition's next search; another condition's go
-            for other in self.session.calibrations():
+            for other in self.session.calibrations() if self.session is not None else ():
                 other.warm = None
             self.warm = fork
         torch.manual_seed(seed)

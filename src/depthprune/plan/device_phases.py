@@ -89,8 +89,10 @@ class Watched:
 
     def fork(self, known: dict[frozenset[int], float] | None = None,
              energy: tuple[list[float], list[list[float]]] | None = None,
-             sink: Callable[[frozenset[int], float, float], None] | None = None) -> Watched:
-        twin = Watched(self.scorer.fork(known=known, energy=energy, sink=sink), self.deadline)
+             sink: Callable[[frozenset[int], float, float], None] | None = None,
+             reuse: Watched | Scorer | None = None) -> Watched:
+        own = reuse.scorer if isinstance(reuse, Watched) else reuse
+        twin = Watched(self.scorer.fork(known=known, energy=energy, sink=sink, reuse=own), self.deadline)
         self.forks.append(twin)
         return twin
 
