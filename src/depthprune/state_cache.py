@@ -78,11 +78,12 @@ class StateCache:
 
     def deepest(self, removed: frozenset[int], n_layers: int) -> tuple[int, _Entry | None]:
         for b in range(n_layers, 0, -1):
-            entry = self.entries.get(boundary_key(b, removed))
+            key = boundary_key(b, removed)
+            entry = self.entries.get(key)
             if entry is not None:
-                self.entries.move_to_end(boundary_key(b, removed))
-                if boundary_key(b, removed) in self.spares:
-                    self.spares.move_to_end(boundary_key(b, removed))
+                self.entries.move_to_end(key)
+                if key in self.spares:
+                    self.spares.move_to_end(key)
                 return b, entry
         return 0, None
 
@@ -102,10 +103,12 @@ class StateCache:
             if entry is not None and entry.owner == owner:
                 self.spares[key] = None
 
-    def _make_room(self, nbytes: int) -> None:
-        """Drop spares, then any state, least recently used first, until ``nbytes`` more fit the budget."""
-        while self.bytes + nbytes > self.max_bytes and self.entries:
+    def _make_room(self, nbytes: int, spares_only: bool = False) -> bool:
+        """Drop spares, then (unless ``spares_only``) any state, least recently used first, until ``nbytes`` more
+        fit the budget; whether they fit."""
+        while self.bytes + nbytes > self.max_bytes and (self.spares or (self.entries and not spares_only)):
             self._drop(next(iter(self.spares)) if self.spares else next(iter(self.entries)))
+        return self.bytes + nbytes <= self.max_bytes
 
     def _drop_owner(self, owner: frozenset[int]) -> None:
         for key in self.owned.pop(owner, []):
@@ -152,11 +155,7 @@ class StateCache:
         them to later sets), outside the keep-best ranking (LRU eviction may still drop them); False where ``key``
         is held already or the byte budget has no room for them."""
         nbytes = sum(t.numel() * t.element_size() for t in states)
-        if key in self.entries:
-            return False
-        while self.spares and self.bytes + nbytes > self.max_bytes:
-            self._drop(next(iter(self.spares)))
-        if self.bytes + nbytes > self.max_bytes:
+        if key in self.entries or not self._make_room(nbytes, spares_only=True):
             return False
         self.entries[key] = _Entry(states, _LENT, nbytes)
         self.bytes += nbytes
