@@ -149,7 +149,6 @@ def test_plan_of_the_paper_grid_adds_up(tmp_path):
         assert c.evaluations[0] <= c.evaluations[1]
         assert c.layer_forwards <= c.layer_forwards_bound
         assert c.memory.weights == pytest.approx(plan.shapes[c.model].params * 2 / 2**30)
-        assert c.memory.prefix_cache <= c.memory.cache_budget
     # the 2048-token calibration's boundary states outgrow the cache's budget on 80 GB: said in a note
     assert any("prefix cache wants" in n for n in plan.notes)
     # a bigger GPU gives the cache a bigger budget, a faster one fewer hours

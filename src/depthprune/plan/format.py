@@ -46,11 +46,10 @@ def format_plan(plan: GridPlan) -> str:
     for model, shape in plan.shapes.items():
         worst = max((c for c in plan.cells if c.model == model), key=lambda c: c.memory.peak)
         mm = worst.memory
-        mem_rows.append([model, f"{shape.params / 1e9:.2f}B", f"{mm.weights:.1f}", f"{mm.prefix_cache:.1f}",
-                         f"{mm.cache_budget:.1f}", f"{mm.cache_demand:,.0f}", f"{mm.in_flight:.1f} ({mm.phase})",
-                         f"{mm.peak:.1f}", worst.cell])
+        mem_rows.append([model, f"{shape.params / 1e9:.2f}B", f"{mm.weights:.1f}", f"{mm.cache_budget:.1f}",
+                         f"{mm.cache_demand:,.0f}", f"{mm.in_flight:.1f} ({mm.phase})", f"{mm.peak:.1f}", worst.cell])
     out += ["memory per worker (GiB; the cell with the highest peak)",
-            markdown_table(mem_rows, ["model", "params", "weights", "prefix cache", "cache budget", "cache demand",
+            markdown_table(mem_rows, ["model", "params", "weights", "prefix cache (its budget)", "cache demand",
                                         "in flight", "peak", "at"]), ""]
     task_rows = [[split, name, f"{h:.1f}"] for split, tasks in plan.tasks.items() for name, h in tasks.items()]
     out += [markdown_table(task_rows, ["task per", "task", "GPU-h"]), ""]

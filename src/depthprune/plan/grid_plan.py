@@ -32,16 +32,15 @@ class Memory:
     """
 
     weights: float
-    prefix_cache: float  # what the cache holds: its budget (spares fill what the kept states leave)
     in_flight: float  # the largest phase below
     phase: str  # "search" | "evaluation" | "cbo backward"
     cuda_context: float
-    cache_budget: float  # scoring._default_cache_bytes
+    cache_budget: float  # scoring._default_cache_bytes; what the cache holds (spares fill what kept states leave)
     cache_demand: float  # the kept states: dense + keep_best sets of each size, every boundary
 
     @property
     def peak(self) -> float:
-        return self.weights + self.prefix_cache + self.in_flight + self.cuda_context
+        return self.weights + self.cache_budget + self.in_flight + self.cuda_context
 
 
 @dataclass
@@ -160,8 +159,7 @@ def worker_memory(shape: ModelShape, grid: Grid, a: Assumptions, gpu: GPU, calib
                                   + grad_rows * logits)
     phase = max(phases, key=phases.__getitem__)
     # the kept states take min(budget, demand); other sets' states fill the rest as spares (state_cache.py)
-    return Memory(weights / GIB, budget_bytes / GIB, phases[phase] / GIB, phase, a.cuda_context_gib,
-                  budget_bytes / GIB, demand / GIB)
+    return Memory(weights / GIB, phases[phase] / GIB, phase, a.cuda_context_gib, budget_bytes / GIB, demand / GIB)
 
 
 def _measured_index(dirs: Sequence[str]) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
