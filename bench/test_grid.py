@@ -22,6 +22,7 @@ from depthprune.grid.reference import (
     dtype_name,
     format_failure,
     make_reference,
+    not_checkable,
     read_reference,
     reference_dtypes,
     reference_path,
@@ -128,6 +129,9 @@ def test_cell(grid_cell, grid_runner, request):
     if reference is None:
         pytest.fail(f"{cell.id}: no reference in {ref_dir}; run it with --update-reference and commit the file")
     problems, notes = compare(result, reference)
+    unknown = not_checkable(result, reference) if problems else None
+    if unknown:  # bo's GP fits on other kernels: another set is no evidence either way
+        pytest.skip(f"{cell.id}: not checkable here: {unknown}")
     for note in notes:
         request.node.user_properties.append(("note", note))
     assert not problems, format_failure(cell.id, problems, notes)

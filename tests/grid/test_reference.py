@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -11,6 +12,7 @@ from depthprune.grid.reference import (
     compare,
     format_failure,
     make_reference,
+    not_checkable,
     read_reference,
     reference_dtypes,
     write_public_references,
@@ -117,3 +119,28 @@ def test_bf16_on_other_kernels_gets_the_measured_cross_kernel_tolerance():
     assert compare(near.replace(environment=amx), ref)[0]  # the same kernels keep the grid's 1e-4
     assert compare(near.replace(environment={**amx, "torch_threads": 2}), ref)[0] == []  # another thread count
     assert compare(_result([3, 7], 2.0 * (1 + 3e-3)).replace(environment=avx), ref)[0]  # beyond what was measured
+
+
+def test_a_kernel_sensitive_searchers_other_set_is_not_checkable_on_other_kernels():
+    """bo's GP fits follow the machine's kernels: its other set against a reference made elsewhere (or with no
+    kernel record) is neither a pass nor a failure; on the reference's own kernels, and for a searcher steered by
+    its losses alone, the exact check stands."""
+    amx = {"dtype": "torch.float32", "torch_threads": 1, "kernels": {"capability": "AVX512", "amx_tile": True}}
+    avx2 = {**amx, "kernels": {"capability": "AVX2", "amx_tile": True}}
+
+    def run(search: str, removed: list[int], env: dict) -> Result:
+        r = _result(removed, 2.0 if removed == [3, 7] else 2.1)  # not a near tie
+        return r.replace(identity=dataclasses.replace(r.identity, search=search), environment=env)
+
+    ref = make_reference(run("bo", [3, 7], avx2), Tolerance(), "t")
+    assert ref["provenance"]["environment"]["kernels"] == avx2["kernels"]
+    why = not_checkable(run("bo", [3, 8], amx), ref)
+    assert why and "bo is steered by its GP fits" in why and "'AVX2'" in why
+    assert not_checkable(run("bo", [3, 8], {**avx2, "torch_threads": 2}), ref)  # threads reorder sums too
+    assert not_checkable(run("bo", [3, 8], avx2), ref) is None  # the reference's own kernels: exact
+    assert not_checkable(run("bo", [3, 7], amx), ref) is None  # the same set: its loss and metrics are checked
+    greedy = make_reference(run("greedy", [3, 7], avx2), Tolerance(), "t")
+    assert not_checkable(run("greedy", [3, 8], amx), greedy) is None
+    unrecorded = {**ref, "provenance": {**ref["provenance"], "environment": {"dtype": "torch.float32"}}}
+    assert "with no kernel record" in (not_checkable(run("bo", [3, 8], avx2), unrecorded) or "")
+    assert compare(run("bo", [3, 8], amx), ref)[0]  # compare() itself still reports the other set

@@ -119,6 +119,33 @@ def _numerics(environment: dict[str, Any] | None) -> tuple[Any, Any]:
     return (env.get("kernels") or {}).get("bf16_matmul_kernel"), env.get("torch_threads")
 
 
+def not_checkable(result: Result, reference: dict[str, Any]) -> str | None:
+    """Why a removed set other than a measured reference's cannot be told from a numeric fork, or None.
+
+    A searcher steered by what follows the machine's kernels besides the losses (``Searcher.kernel_sensitive``:
+    bo's GP fits) asks for other sets on other kernels from the same losses. Its set is then checked exactly only
+    where the reference recorded the same kernels and threads as this run; a reference made on others (or before
+    references recorded kernels) has no trace to find where the runs part (:mod:`depthprune.grid.forks` needs its
+    archived run), so the cell is not checkable here, rather than failed or passed.
+    """
+    from depthprune.search import SEARCHERS
+
+    if reference.get("kind") != "measured" or sorted(result["removed"]) == sorted(reference["removed"]):
+        return None
+    search = result.identity.search
+    steer = SEARCHERS[search].kernel_sensitive if search in SEARCHERS else ""
+    ran = result.get("environment") or {}
+    made = (reference.get("provenance") or {}).get("environment") or {}
+    if not steer or (made.get("kernels") is not None
+                     and (ran.get("kernels"), ran.get("torch_threads")) == (made["kernels"], made.get("torch_threads"))):
+        return None
+    made_on = f"on kernels {made['kernels']}" if made.get("kernels") is not None else "with no kernel record"
+    return (f"removed {sorted(result['removed'])} vs reference {sorted(reference['removed'])}: {search} is steered by "
+            f"{steer}, and its {reference.get('dtype')} reference was made {made_on} ({made.get('torch_threads')} torch "
+            f"threads), this run on {ran.get('kernels')} ({ran.get('torch_threads')}): another set cannot be told from "
+            "a numeric fork here; it is checked exactly where the reference's kernels and threads run")
+
+
 def jaccard(a: Sequence[int], b: Sequence[int]) -> float:
     """The size of the intersection over that of the union of two removed sets (1.0 for two empty ones)."""
     sa, sb = set(a), set(b)

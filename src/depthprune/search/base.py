@@ -306,6 +306,11 @@ class Searcher(ABC):
     #: landscapes; ``bound``, its :meth:`evaluation_bounds` scaled by the archives' measured ratio (BO: a GP fit per
     #: evaluation is too dear to simulate); ``fixed``, no loss search, the settings fix what it scores (bi)
     planned: ClassVar[Planned] = "simulated"
+    #: what, besides the losses, steers the search and follows the machine's floating-point kernels, so that the
+    #: same losses can ask for other sets on other kernels ("" where nothing does; bo: its GP fits). A grid
+    #: cell's removed set is then checked exactly only against a reference made on the same kernels
+    #: (:func:`depthprune.grid.reference.not_checkable`)
+    kernel_sensitive: ClassVar[str] = ""
     max_evaluations: int | None = None
     progress: bool | str = False
 

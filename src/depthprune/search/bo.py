@@ -99,6 +99,9 @@ class BayesOptSearcher(Searcher):
     stochastic: ClassVar[bool] = True
     batch_decides: ClassVar[bool] = False  # its batches are chunks, not choices (Searcher)
     planned: ClassVar[Planned] = "bound"  # a GP fit per evaluation: too dear for the planner to simulate
+    # refitting on a run's recorded losses: capped to AVX2 it asked for the same 60 sets, on AVX-512 for another
+    # set at evaluation 25 (tiny-llama3.1 margin M5, Intel, 2026-12-06; docs/measurements.md)
+    kernel_sensitive: ClassVar[str] = "its GP fits, whose optimum follows the machine's float64 kernels"
     max_evaluations: int | None = 100
     initial_design: int = 10
     prior_strength: float = 10.0
