@@ -179,7 +179,9 @@ def pytest_configure(config):
 def _share_cpu_threads() -> None:
     """Under pytest-xdist, split the CPU cores between workers instead of oversubscribing
     (each torch process would otherwise start one thread per core)."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    from depthprune.env import local_workers
+
+    workers = local_workers()
     if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
         import torch
 
