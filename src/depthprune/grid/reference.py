@@ -136,10 +136,11 @@ def not_checkable(result: Result, reference: dict[str, Any]) -> str | None:
     steer = SEARCHERS[search].kernel_sensitive if search in SEARCHERS else ""
     ran = result.get("environment") or {}
     made = (reference.get("provenance") or {}).get("environment") or {}
-    if not steer or (made.get("kernels") is not None
-                     and (ran.get("kernels"), ran.get("torch_threads")) == (made["kernels"], made.get("torch_threads"))):
+    made_kernels = made.get("kernels")
+    if not steer or (made_kernels is not None
+                     and (ran.get("kernels"), ran.get("torch_threads")) == (made_kernels, made.get("torch_threads"))):
         return None
-    made_on = f"on kernels {made['kernels']}" if made.get("kernels") is not None else "with no kernel record"
+    made_on = f"on kernels {made_kernels}" if made_kernels is not None else "with no kernel record"
     return (f"removed {sorted(result['removed'])} vs reference {sorted(reference['removed'])}: {search} is steered by "
             f"{steer}, and its {reference.get('dtype')} reference was made {made_on} ({made.get('torch_threads')} torch "
             f"threads), this run on {ran.get('kernels')} ({ran.get('torch_threads')}): another set cannot be told from "
