@@ -36,6 +36,34 @@ a band for the number of checks it faces. Same measuring sets; per pair, objecti
 * each check reports its z-score, ``|difference| / s_up`` (:attr:`Band.sigma`), so that a tail heavier than
   normal shows as such.
 
+Rule 5, written down on 2026-12-06 before it was built or run (issue 59: on an AMD EPYC the real CI slice's
+gemma3 margin oneshot M4 cell failed the grid's check across precisions on set [1], a single that breaks the
+model and moves its margin loss 16 nats from the dense one, by 0.333 nats against rule 4's absolute 0.258,
+a band measured on sets that do not; ``depthprune verify`` of the same cell said VERIFIED, having checked
+its removed set only). Same measuring sets, the same ``ALPHA``, ``s_up`` and ``z`` as rule 4; what changes
+is the scale a difference is read on, and which sets a band may be measured on:
+
+* a set's *weight* is ``w = 1 + |L - L0| / |L0|``, ``L`` its recorded loss and ``L0`` the recorded dense
+  loss of its condition: how far the set moves the model, in units of the dense loss. For ppl, whose loss
+  is positive, this is rule 4's ``L / L0`` for every set worse than the dense model (rounding grows with
+  the NLL), and it no longer shrinks the band of a set better than dense; for margin it replaces rule 4's
+  one absolute band, which a set that breaks the model outgrows. A condition whose dense loss is 0 has no
+  scale, and no band;
+* the band of a set is ``s_up * z * w`` nats, with ``s_up`` rule 4's upper bound on the RMS of the
+  *weighted* differences ``|recorded - here| / w`` of the measuring sets;
+* cross-fitted: every set belongs to a fold (:func:`fold`, a hash of the model and the set, as the
+  evaluation bands' folds), and the band of a set of fold ``f`` is measured on the measuring sets of the
+  other fold only, so no set is checked against a band its own difference shaped, whichever sets a check
+  compares (the grid's check across precisions and ``depthprune verify`` compare every set the two runs
+  share, the dense model and the singles included). ``K``, the checks a band faces, counts the sets of its
+  fold that verification checks over the archive;
+* each band row keeps the measuring sets it was measured on (set, recorded, here, dense), so that a later
+  rule is computed from the same measurements instead of guessed;
+* a check that asks for a set's band (it gives the set and its condition's dense loss) gets the rule 5 band
+  where one is measured for its pair, objective, model and fold, else rule 4's, said so in its name. The
+  report's firmness (:mod:`depthprune.verify.firmness`) asks for a decision's band without a set, and keeps
+  rule 4's: its rivals (``archive/rivals-tiny.json``) were followed with the model under those bands.
+
 Rows keep the rule they were measured by (``rule``); a rule 3 row still serves, said so in its name.
 
 The table (``bands.json`` beside this file) is written by ``depthprune verify --measure-bands``; each
