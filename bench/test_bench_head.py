@@ -24,7 +24,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812 (torch's idiom)
 
-from depthprune.objectives.base import OutputHead, _onednn_bf16_fpmath
+from depthprune.objectives.base import OutputHead
+from depthprune.precision import onednn_bf16_fpmath
 
 SHAPES = {"gemma3-270m": (262_144, 640, 30.0), "smollm2-135m": (49_152, 576, None)}
 POSITIONS = 8 * 127
@@ -42,7 +43,7 @@ class _Model(nn.Module):
 
 def plain(model: _Model, hidden: torch.Tensor, targets: torch.Tensor, softcap: float | None) -> torch.Tensor:
     """The head before: a float32 copy of the weight per call, element-wise steps out of place."""
-    with _onednn_bf16_fpmath(True):
+    with onednn_bf16_fpmath(True):
         x = F.linear(hidden.float(), model.lm_head.weight.float())
     if softcap:
         x = torch.tanh(x / softcap) * softcap

@@ -18,6 +18,7 @@ from torch import nn
 
 torch.set_num_threads(1)
 
+from depthprune import precision
 from depthprune.objectives import base, make_objective
 from depthprune.recipe import Session
 from depthprune.scoring import Scorer
@@ -40,7 +41,7 @@ def old_product(self, hidden):
         return head(hidden)
     bias = None if head.bias is None else head.bias.float()
     exact = hidden.dtype == torch.bfloat16 and head.weight.dtype == torch.bfloat16 and not hidden.is_cuda
-    with base._onednn_bf16_fpmath(exact):
+    with precision.onednn_bf16_fpmath(exact):
         return nn.functional.linear(hidden.float(), head.weight.float(), bias)
 
 

@@ -23,7 +23,9 @@ ATEN_CPU_CAPABILITY=avx2`` alone, an AVX-512 CPU ran a hybrid no CPU is (ATen's 
 products: a one-matmul probe gave the uncapped bytes, and ``MKL_ENABLE_INSTRUCTIONS=AVX2`` others). So
 :func:`cpu_kernels` also reads the ISA MKL announces under its verbose mode (``fp32_matmul_isa``), and
 emulating an AVX2-only CPU takes all three caps (:data:`CAP_VARIABLES`). Results record all of it
-(:func:`kernel_record`), so a number can be traced to the kernels that made it.
+(:func:`depthprune.kernel_identity.kernel_record`), so a number can be traced to the kernels that made it;
+whether two records ran the *same* kernels is decided by their bits, not these descriptions
+(:mod:`depthprune.kernel_identity`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ import re
 import sys
 import tempfile
 import warnings
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -115,12 +119,41 @@ def _verbose_output(backend: Any, dtype: torch.dtype) -> str:
         os.unlink(path)
 
 
+#: what a probe answers where the library printed nothing it can read (DESIGN.md, "Machine probes")
+NO_ONEDNN_MATMUL = "none (oneDNN ran no bf16 matmul: ATen's own kernel did)"
+NO_MKL_BANNER = "unknown (MKL printed no banner)"
+NO_MKL_ISA = "unknown (MKL's banner names no ISA: on AMD CPUs oneMKL picks its own code paths)"
+
+
+def parse_onednn_kernel(verbose: str) -> str:
+    """The implementation oneDNN's verbose output names for a matmul (``brg_matmul:avx10_1_512_amx``), or
+    :data:`NO_ONEDNN_MATMUL` where it names none (an AVX2-only CPU: oneDNN prints nothing at all)."""
+    found = re.search(r"primitive,exec,cpu,matmul,([^,]+),", verbose or "")
+    return found.group(1) if found else NO_ONEDNN_MATMUL
+
+
+def parse_mkl_isa(verbose: str) -> str:
+    """The ISA MKL's verbose banner names (``avx2``, ``avx512``), :data:`NO_MKL_BANNER` where it printed none,
+    or :data:`NO_MKL_ISA` where its banner names no ISA (an AMD CPU: "... Intel(R) Architecture processors")."""
+    if "MKL_VERBOSE" not in (verbose or ""):
+        return NO_MKL_BANNER
+    found = re.search(r"\(Intel\(R\) (AVX[-\w]*)\)", verbose)
+    return found.group(1).lower().replace("-", "") if found else NO_MKL_ISA
+
+
+def _probe(library: str, read: Callable[[], str], parse: Callable[[str], str]) -> str:
+    """``parse(read())``, or ``"unknown (...)"`` where reading fails: a probe describes, it never raises."""
+    try:
+        return parse(read())
+    except Exception as err:  # noqa: BLE001 (any library failure is an answer, not a crash)
+        return f"unknown ({library} probe failed: {type(err).__name__}: {err})"
+
+
 def _probe_onednn_kernel() -> str:
     """The oneDNN implementation of one 64x64 bf16 matmul, read from oneDNN's verbose output."""
     if not torch.backends.mkldnn.is_available():
         return "unknown (torch built without oneDNN)"
-    found = re.search(r"primitive,exec,cpu,matmul,([^,]+),", _verbose_output(torch.backends.mkldnn, torch.bfloat16))
-    return found.group(1) if found else "none (oneDNN ran no bf16 matmul: ATen's own kernel did)"
+    return _probe("oneDNN", lambda: _verbose_output(torch.backends.mkldnn, torch.bfloat16), parse_onednn_kernel)
 
 
 def _probe_mkl_isa() -> str:
@@ -128,8 +161,7 @@ def _probe_mkl_isa() -> str:
     ("... Intel(R) Advanced Vector Extensions 2 (Intel(R) AVX2) enabled processors ...")."""
     if not torch.backends.mkl.is_available():
         return "unknown (torch built without MKL)"
-    found = re.search(r"\(Intel\(R\) (AVX[-\w]*)\)", _verbose_output(torch.backends.mkl, torch.float32))
-    return found.group(1).lower().replace("-", "") if found else "unknown (MKL printed no banner)"
+    return _probe("MKL", lambda: _verbose_output(torch.backends.mkl, torch.float32), parse_mkl_isa)
 
 
 @lru_cache(maxsize=1)
@@ -198,8 +230,19 @@ def resolve_dtype(dtype: str | torch.dtype, device: str, announce: bool = False)
     return chosen
 
 
-def kernel_record(device: str) -> dict[str, object]:
-    """What a result records of the kernels behind it (CPU runs; a CUDA run records its GPU)."""
-    if device.startswith("cuda"):
-        return {"cuda": torch.version.cuda, "tf32_matmul": torch.backends.cuda.matmul.allow_tf32}
-    return asdict(cpu_kernels())
+@contextmanager
+def onednn_bf16_fpmath(enabled: bool) -> Iterator[None]:
+    """Let oneDNN run float32 matmuls on bf16 kernels (its "fpmath mode"), with float32 accumulation
+    and output. Exact where every input is a bf16 value held in float32, which is the only place it
+    is enabled (a bf16 head on a CPU): measured on smollm2's head shape, 1.6x the float32 speed with
+    the same error against float64 (1.3e-6 vs 2.6e-6). Restored on exit; a no-op where torch lacks it."""
+    matmul = getattr(torch.backends.mkldnn, "matmul", None)
+    before = getattr(matmul, "fp32_precision", None) if enabled else None
+    if matmul is None or before is None:
+        yield
+        return
+    matmul.fp32_precision = "bf16"
+    try:
+        yield
+    finally:
+        matmul.fp32_precision = before

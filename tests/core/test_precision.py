@@ -103,19 +103,70 @@ def test_the_isa_caps_reach_the_tests():
     if cap and cap.lower() != "default":  # a capped run: torch's kernels are the capped ones
         assert torch.backends.cpu.get_cpu_capability().lower() == cap.lower()
     mkl = os.environ.get("MKL_ENABLE_INSTRUCTIONS")
-    if mkl and torch.backends.mkl.is_available():  # and MKL's float32 products too (precision.py's docstring)
-        assert precision.cpu_kernels().fp32_matmul_isa in (mkl.lower().replace("_", ""), "avx2"), mkl
+    isa = precision.cpu_kernels().fp32_matmul_isa
+    # and MKL's float32 products too (precision.py's docstring), where MKL names its ISA (an AMD CPU's names none)
+    if mkl and not isa.startswith("unknown"):
+        assert isa in (mkl.lower().replace("_", ""), "avx2"), mkl
 
 
 def test_the_probe_reads_the_isa_mkl_really_runs():
     """ONEDNN_MAX_CPU_ISA and ATEN_CPU_CAPABILITY leave MKL's float32 products alone; MKL_ENABLE_INSTRUCTIONS caps
-    them, and the probe sees it (AVX2 is the lowest class these CPUs come in, so the cap holds on each)."""
+    them, and the probe sees it (AVX2 is the lowest class these CPUs come in, so the cap holds on each) wherever
+    MKL's banner names an ISA. oneMKL on an AMD CPU names none (its banner: tests/core/vendor_outputs.py): there
+    the probe says "unknown" and this skips, saying so; the parser's test covers that banner on every CPU."""
     if not torch.backends.mkl.is_available():
         pytest.skip("torch built without MKL: its float32 products are another library's")
     probe = "from depthprune.precision import cpu_kernels; print(cpu_kernels().fp32_matmul_isa)"
     env = {**os.environ, "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
+    if out.strip().startswith("unknown"):
+        pytest.skip(f"MKL named no ISA here ({out.strip()}): nothing to check the cap against on this CPU")
     assert out.strip() == "avx2"
+
+
+@pytest.mark.parametrize("name, want", [
+    ("MKL_INTEL_AVX512", "avx512"),
+    ("MKL_INTEL_CAPPED_AVX2", "avx2"),
+    ("MKL_AMD_EPYC", precision.NO_MKL_ISA),
+    ("", precision.NO_MKL_BANNER),
+])
+def test_the_mkl_parser_reads_every_vendors_banner(name, want):
+    """Both paths run on every machine: the vendors' real banners are fed to the parser (DESIGN.md, "Machine
+    probes"), an AMD EPYC's, which names no ISA, among them."""
+    from tests.core import vendor_outputs
+
+    assert precision.parse_mkl_isa(getattr(vendor_outputs, name) if name else "") == want
+
+
+@pytest.mark.parametrize("name, want", [
+    ("ONEDNN_INTEL_AMX", "brg_matmul:avx10_1_512_amx"),
+    ("ONEDNN_AVX512_BF16", "brg_matmul:avx512_core_bf16"),
+    ("ONEDNN_AVX2", precision.NO_ONEDNN_MATMUL),
+])
+def test_the_onednn_parser_reads_every_kernel_line(name, want):
+    from tests.core import vendor_outputs
+
+    got = precision.parse_onednn_kernel(getattr(vendor_outputs, name))
+    assert got == want
+    assert precision.bf16_class(got) == {"ONEDNN_INTEL_AMX": "amx", "ONEDNN_AVX512_BF16": "avx512-bf16",
+                                         "ONEDNN_AVX2": "emulated"}[name]
+
+
+def test_a_probe_whose_library_fails_answers_unknown_and_never_raises(monkeypatch):
+    """The rule for every machine probe (DESIGN.md, "Machine probes"): silence and failure are answers."""
+
+    def broken(backend, dtype):
+        raise OSError("no file descriptor 1")
+
+    monkeypatch.setattr(precision, "_verbose_output", broken)
+    k = precision.cpu_kernels.__wrapped__()  # uncached: this process's cached record stays as it was
+    if torch.backends.mkl.is_available():
+        assert k.fp32_matmul_isa == "unknown (MKL probe failed: OSError: no file descriptor 1)"
+    if torch.backends.mkldnn.is_available():
+        assert k.bf16_matmul_kernel.startswith("unknown (oneDNN probe failed: OSError")
+        assert precision.bf16_class(k.bf16_matmul_kernel) == "emulated" and not k.bf16_on_amx
+    for parse in (precision.parse_mkl_isa, precision.parse_onednn_kernel):
+        assert parse("").startswith(("unknown", "none")) and parse(None).startswith(("unknown", "none"))
 
 
 @pytest.mark.parametrize("cap", [None, "AVX512_CORE_BF16", "AVX2"])
@@ -224,7 +275,7 @@ def test_bf16_head_converts_its_weight_once_and_scales_in_place_bit_identically(
     logits equal the plain out-of-place computation bit for bit, and a changed weight is re-read."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from depthprune.objectives.base import _onednn_bf16_fpmath
+    from depthprune.precision import onednn_bf16_fpmath
 
     torch.manual_seed(0)
     model = LlamaForCausalLM(LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
@@ -235,7 +286,7 @@ def test_bf16_head_converts_its_weight_once_and_scales_in_place_bit_identically(
     head = OutputHead(model, chunk_tokens=16)
 
     def plain(hidden: torch.Tensor) -> torch.Tensor:
-        with _onednn_bf16_fpmath(True):
+        with onednn_bf16_fpmath(True):
             x = F.linear(hidden.float(), model.lm_head.weight.float())
         x = x / scaling if scaling else x
         return torch.tanh(x / softcap) * softcap if softcap else x

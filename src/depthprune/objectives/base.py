@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -24,6 +23,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from depthprune.precision import onednn_bf16_fpmath
 from depthprune.registry import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -74,7 +74,7 @@ class OutputHead:
     mantissa bits (up to 0.35% of the largest) before any cast, and on smollm2-135m that
     reordered near-tied candidate sets of a greedy step (DESIGN.md, "Numeric precision").
     So the head's product runs on float32 copies of its bf16 inputs, which are exact (on a CPU on
-    oneDNN's bf16 kernels with float32 accumulation and output: :func:`_onednn_bf16_fpmath`); on
+    oneDNN's bf16 kernels with float32 accumulation and output: :func:`depthprune.precision.onednn_bf16_fpmath`); on
     CUDA a bf16 matmul with a float32 output does the same at bf16 speed where torch has one.
     """
 
@@ -142,7 +142,7 @@ class OutputHead:
                 pass
         bias = None if head.bias is None else head.bias.float()
         exact_bf16 = hidden.dtype == torch.bfloat16 and head.weight.dtype == torch.bfloat16 and not hidden.is_cuda
-        with _onednn_bf16_fpmath(exact_bf16):
+        with onednn_bf16_fpmath(exact_bf16):
             return nn.functional.linear(hidden.float(), self._float_weight(), bias)
 
     def _float_weight(self) -> torch.Tensor:
@@ -198,24 +198,6 @@ def _logsumexp_(x: torch.Tensor) -> torch.Tensor:
     shift = top.squeeze(-1)
     shift.masked_fill_(shift.abs() == float("inf"), 0)  # a view of top: the subtraction below sees it too
     return x.sub_(top).exp_().sum(dim=-1).log_().add_(shift)
-
-
-@contextmanager
-def _onednn_bf16_fpmath(enabled: bool) -> Iterator[None]:
-    """Let oneDNN run float32 matmuls on bf16 kernels (its "fpmath mode"), with float32 accumulation
-    and output. Exact where every input is a bf16 value held in float32, which is the only place it
-    is enabled (a bf16 head on a CPU): measured on smollm2's head shape, 1.6x the float32 speed with
-    the same error against float64 (1.3e-6 vs 2.6e-6). Restored on exit; a no-op where torch lacks it."""
-    matmul = getattr(torch.backends.mkldnn, "matmul", None)
-    before = getattr(matmul, "fp32_precision", None) if enabled else None
-    if matmul is None or before is None:
-        yield
-        return
-    matmul.fp32_precision = "bf16"
-    try:
-        yield
-    finally:
-        matmul.fp32_precision = before
 
 
 @dataclass
