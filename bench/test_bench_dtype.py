@@ -61,10 +61,11 @@ import torch
 
 from depthprune.dense_states import dense_states
 from depthprune.gates import gate_gradient, reduce_weights
+from depthprune.kernel_identity import kernel_record
 from depthprune.models import WeightsUnavailable, find_decoder_layers
 from depthprune.objectives import make_objective
 from depthprune.objectives.base import OutputHead
-from depthprune.precision import cpu_kernels, kernel_record
+from depthprune.precision import cpu_kernels
 from depthprune.scoring import Scorer
 from depthprune.search import get_searcher
 

@@ -44,6 +44,7 @@ KINDS: dict[str, str] = {
     "tests/core/test_evaluate.py": "unit",
     "tests/core/test_gguf_checkpoint.py": "integration",
     "tests/core/test_jsonio.py": "unit",
+    "tests/core/test_kernel_identity.py": "integration",
     "tests/core/test_lm_adapter.py": "integration",
     "tests/core/test_lm_eval_templates.py": "unit",
     "tests/core/test_masking.py": "unit",

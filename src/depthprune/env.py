@@ -115,7 +115,7 @@ def git_revision(path: Path | None = None) -> str:
 def environment(device: str = "cpu", dtype: str = "float32") -> dict[str, Any]:
     import torch
 
-    from depthprune.precision import kernel_record
+    from depthprune.kernel_identity import kernel_record
 
     info: dict[str, Any] = {
         "python": sys.version.split()[0],

@@ -291,7 +291,7 @@ def condition(session: Session, objective: Objective) -> dict[str, Any]:
     """Everything a calibration loss depends on besides the removed set: the score store's key
     (:mod:`depthprune.score_store`). The kernels and thread count are in it because they change
     float rounding; the code and library versions so that older code's losses never match."""
-    from depthprune.precision import kernel_record
+    from depthprune.kernel_identity import kernel_record
 
     gpu = (torch.cuda.get_device_name(torch.device(session.device))
            if session.device.startswith("cuda") and torch.cuda.is_available() else None)
