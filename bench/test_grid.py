@@ -29,6 +29,7 @@ from depthprune.grid.reference import (
     write_reference,
 )
 from depthprune.grid.runner import CellSkipped, cell_device
+from depthprune.kernel_identity import same_kernels
 from depthprune.precision import auto_dtype, resolve_dtype
 from depthprune.verify.replay import REPLAYED, replay
 
@@ -52,17 +53,24 @@ def _fork_reference(grid, cell, ref_dir, dtypes, runner, request):
     from depthprune.env import environment
     from depthprune.verify.bands import load_table, lookup, numeric_class
 
-    here = numeric_class(environment(cell_device(grid, runner.device), _run_dtype(grid, runner)))
+    here_env = environment(cell_device(grid, runner.device), _run_dtype(grid, runner))
+    here = numeric_class(here_env)
     table, why = load_table(), []
     for dtype in dtypes:
         reference = read_reference(ref_dir, cell.id, dtype)
         if reference is None or reference.get("kind") != "measured":
             continue
         run = archived_run(reference, _archives(grid, request))
+        same = None if run is None else same_kernels(run["environment"], here_env)
         if run is None:
             why.append(f"its {dtype} reference's run is in no archive of {request.config.getoption('--archive')}")
+        elif same:
+            why.append(f"its {dtype} reference was made on this machine's kernels (the same fingerprint): "
+                       "the exact check applies")
         elif numeric_class(run["environment"]) == here:
-            why.append(f"its {dtype} reference was made on this machine's class ({here}): the exact check applies")
+            why.append(f"its {dtype} reference was made on this machine's class ({here})"
+                       + (", on other kernels (another fingerprint)" if same is False else "")
+                       + ": no band is measured within one class; the exact check applies")
         elif lookup(table, numeric_class(run["environment"]), here, cell.objective, cell.model,
                     float(run["calibration_loss"])) is None:
             why.append(f"no band is measured for {numeric_class(run['environment'])} against {here}")

@@ -144,3 +144,35 @@ def test_a_kernel_sensitive_searchers_other_set_is_not_checkable_on_other_kernel
     unrecorded = {**ref, "provenance": {**ref["provenance"], "environment": {"dtype": "torch.float32"}}}
     assert "with no kernel record" in (not_checkable(run("bo", [3, 8], avx2), unrecorded) or "")
     assert compare(run("bo", [3, 8], amx), ref)[0]  # compare() itself still reports the other set
+
+
+def _fingerprinted(env: dict, fp32: str, bf16: str) -> dict:
+    from depthprune.kernel_identity import VERSION
+
+    fp = {"version": VERSION, "threads": env.get("torch_threads", 1), "float32": fp32, "bfloat16": bf16}
+    return {**env, "kernels": {**env["kernels"], "fingerprint": fp}}
+
+
+def test_fingerprints_decide_sameness_whatever_the_banners_say():
+    """Issue 59: equal fingerprints are the same kernels, unequal ones other kernels, banners notwithstanding
+    (an AMD EPYC's oneMKL names no ISA; two records both saying AVX512 may round differently)."""
+    amx = {"dtype": "torch.bfloat16", "kernels": {"bf16_matmul_kernel": "brg_matmul:avx10_1_512_amx"}, "torch_threads": 1}
+    avx = {"dtype": "torch.bfloat16", "kernels": {"bf16_matmul_kernel": "brg_matmul:avx512_core_bf16"}, "torch_threads": 1}
+    ref = make_reference(_result([3, 7], 2.0).replace(environment=_fingerprinted(amx, "f", "b1")), Tolerance(), "t")
+    near = _result([3, 7], 2.0 * (1 + 1.5e-3))
+    # other banners, the same bits: the grid's own 1e-4 holds
+    assert compare(near.replace(environment=_fingerprinted(avx, "f", "b1")), ref)[0]
+    # the same banners, other bits: other kernels, the measured cross-kernel tolerance, said so
+    problems, notes = compare(near.replace(environment=_fingerprinted(amx, "f", "b2")), ref)
+    assert problems == [] and "kernel fingerprints differ (bfloat16 b2" in notes[0]
+    # bo's other set: checkable exactly where the bits match, not where they differ
+    fp32 = {"dtype": "torch.float32", "torch_threads": 1, "kernels": {"capability": "AVX512"}}
+
+    def run(removed: list[int], env: dict) -> Result:
+        r = _result(removed, 2.0 if removed == [3, 7] else 2.1)
+        return r.replace(identity=dataclasses.replace(r.identity, search="bo"), environment=env)
+
+    ref = make_reference(run([3, 7], _fingerprinted(fp32, "f1", "x")), Tolerance(), "t")
+    assert not_checkable(run([3, 8], _fingerprinted(fp32, "f1", "y")), ref) is None  # a float32 run: its bits only
+    why = not_checkable(run([3, 8], _fingerprinted(fp32, "f2", "x")), ref)
+    assert why and "kernel fingerprints differ (float32 f2 at 1 threads here, f1 at 1 for the reference)" in why

@@ -31,6 +31,7 @@ from typing import Any
 from depthprune.env import environment, git_revision
 from depthprune.grid.cases import Tolerance
 from depthprune.jsonio import read_json, write_json_atomic
+from depthprune.kernel_identity import same_kernels
 from depthprune.result import Result
 
 ACCURACY_SUFFIXES = ("_acc", "_acc_norm")
@@ -119,6 +120,26 @@ def _numerics(environment: dict[str, Any] | None) -> tuple[Any, Any]:
     return (env.get("kernels") or {}).get("bf16_matmul_kernel"), env.get("torch_threads")
 
 
+def other_kernels(ran: dict[str, Any] | None, made: dict[str, Any] | None) -> str | None:
+    """Why a run (``ran``, its environment record) and a reference's (``made``) ran other kernels or threads, or
+    None where they ran the same or it cannot be told. Their fingerprints decide where both have one
+    (:func:`depthprune.kernel_identity.same_kernels`: the bits, whatever the banners say); older records fall
+    back to the bf16 matmul kernel and the thread count, where both are recorded."""
+    ran, made = ran or {}, made or {}
+    same = same_kernels(ran, made)
+    if same is not None:
+        if same:
+            return None
+        fp = [(e.get("kernels") or {}).get("fingerprint") or {} for e in (ran, made)]
+        key = "float32" if "float32" in str(ran.get("dtype")) else "bfloat16"
+        return (f"kernel fingerprints differ ({key} {fp[0].get(key)} at {fp[0].get('threads')} threads here, "
+                f"{fp[1].get(key)} at {fp[1].get('threads')} for the reference)")
+    a, b = _numerics(ran), _numerics(made)
+    if None in a + b or a == b:
+        return None
+    return f"other matmul kernels or thread counts than the reference ({a[0]}, {a[1]} threads vs {b[0]}, {b[1]})"
+
+
 def not_checkable(result: Result, reference: dict[str, Any]) -> str | None:
     """Why a removed set other than a measured reference's cannot be told from a numeric fork, or None.
 
@@ -137,13 +158,21 @@ def not_checkable(result: Result, reference: dict[str, Any]) -> str | None:
     ran = result.get("environment") or {}
     made = (reference.get("provenance") or {}).get("environment") or {}
     made_kernels = made.get("kernels")
-    if not steer or (made_kernels is not None
-                     and (ran.get("kernels"), ran.get("torch_threads")) == (made_kernels, made.get("torch_threads"))):
+    if not steer:
         return None
-    made_on = f"on kernels {made_kernels}" if made_kernels is not None else "with no kernel record"
+    same = same_kernels(ran, made)  # the fingerprints, where both have one; else the whole record and threads
+    if same is False:
+        made_on = f"on other kernels than this run: {other_kernels(ran, made)}"
+    elif same is None and made_kernels is not None and (ran.get("kernels"), ran.get("torch_threads")) != (
+            made_kernels, made.get("torch_threads")):
+        made_on = (f"on kernels {made_kernels} ({made.get('torch_threads')} torch threads), this run on "
+                   f"{ran.get('kernels')} ({ran.get('torch_threads')})")
+    elif same is None and made_kernels is None:
+        made_on = "with no kernel record"
+    else:
+        return None
     return (f"removed {sorted(result['removed'])} vs reference {sorted(reference['removed'])}: {search} is steered by "
-            f"{steer}, and its {reference.get('dtype')} reference was made {made_on} ({made.get('torch_threads')} torch "
-            f"threads), this run on {ran.get('kernels')} ({ran.get('torch_threads')}): another set cannot be told from "
+            f"{steer}, and its {reference.get('dtype')} reference was made {made_on}: another set cannot be told from "
             "a numeric fork here; it is checked exactly where the reference's kernels and threads run")
 
 
@@ -180,12 +209,12 @@ def compare(result: Result, reference: dict[str, Any]) -> tuple[list[str], list[
         return [f"the reference was made in {made_in}, this result in {ran_in}: results of different "
                 "precisions are never compared (reference/<dtype>/ holds one reference per dtype)"], notes
     tol = {**asdict(Tolerance()), **reference.get("tolerance", {})}
-    ran = _numerics(result.get("environment"))
-    made = _numerics((reference.get("provenance") or {}).get("environment"))
-    if ran_in == "bfloat16" and None not in ran + made and ran != made:
+    other = other_kernels(result.get("environment"), (reference.get("provenance") or {}).get("environment"))
+    if other and ran_in == "bfloat16":
         tol["calibration_loss_rel"] = max(tol["calibration_loss_rel"], tol["other_kernels_loss_rel"])
-        notes.append(f"bf16 on other matmul kernels or thread counts than the reference ({ran[0]}, {ran[1]} threads "
-                     f"vs {made[0]}, {made[1]}): calibration-loss tolerance rel {tol['calibration_loss_rel']:g}")
+        notes.append(f"bf16 on {other}: calibration-loss tolerance rel {tol['calibration_loss_rel']:g}")
+    elif other:
+        notes.append(f"{ran_in} on {other}: the grid's own tolerances (float32's rounding moves losses far less)")
     want = sorted(reference["removed"])
     ref_loss, loss = reference["calibration_loss"], result["calibration_loss"]
     loss_ok = abs(loss - ref_loss) <= max(tol["calibration_loss_abs"], tol["calibration_loss_rel"] * abs(ref_loss))
