@@ -25,13 +25,17 @@ def pytest_configure(config):
 
 
 def pytest_report_header(config):
-    """The kernels this run's numbers come from (a capped run says so: depthprune.precision.CAP_VARIABLES)."""
+    """The kernels this run's numbers come from (a capped run says so: depthprune.precision.CAP_VARIABLES), and
+    their fingerprint at the session's thread count (depthprune.kernel_identity): the class of machine a log proves."""
+    from depthprune.kernel_identity import fingerprint
     from depthprune.precision import cap_prefix, cpu_kernels
 
-    k = cpu_kernels()
+    k, f = cpu_kernels(), fingerprint()
     caps = cap_prefix().strip() or "no caps"
-    return (f"depthprune kernels: ATen {k.capability}, bf16 matmul {k.bf16_matmul_kernel}, "
-            f"float32 matmul MKL {k.fp32_matmul_isa}; {caps}")
+    return [f"depthprune kernels: ATen {k.capability}, bf16 matmul {k.bf16_matmul_kernel}, "
+            f"float32 matmul MKL {k.fp32_matmul_isa}; AMX tiles {k.amx_tile}, AVX512-BF16 {k.avx512_bf16}; {caps}",
+            f"depthprune kernel fingerprint at {f['threads']} torch threads: float32 {f['float32']}, "
+            f"bfloat16 {f['bfloat16']}"]
 
 
 ROOT = Path(__file__).resolve().parent
