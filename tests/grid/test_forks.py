@@ -148,3 +148,25 @@ def test_the_switch_reads_on_and_off_and_refuses_anything_else(monkeypatch):
     monkeypatch.setenv(ENV, "sometimes")
     with pytest.raises(ValueError, match="allowed values are 'on' and 'off'"):
         across_enabled()
+
+
+@pytest.mark.parametrize("moved", [0.0, 3e-4, 5e-3])
+def test_the_grid_check_and_verify_give_a_cell_one_verdict_on_its_losses(greedy, moved):
+    """Issue 59: both compare every set the two runs share, the singles of the prior included, with the same
+    bands (depthprune.verify.losses.compare_losses). A single moved by ``moved``: within its band both pass,
+    past it both fail on that single, whatever the removed set did."""
+    from depthprune.verify.losses import run_losses
+    from depthprune.verify.remeasure import FAILED, check_cell, set_bands
+
+    single = frozenset([2])
+    here = run_here(greedy, {single: moved})
+    bands = table(1e-3)
+    grid = check_across(here, greedy, bands)
+    losses, recorded = run_losses(here), run_losses(greedy)  # verify re-scores every recorded set: as here
+    verify = check_cell(greedy, lambda sets: [losses.get(s, recorded[s]) for s in sets],
+                        set_bands(bands, RECORDED, HERE, greedy), HERE)
+    assert verify.sets_checked == len(recorded) >= grid.sets_compared
+    failed = moved > 1e-3 * abs(run_losses(greedy)[single])
+    assert bool(grid.problems) == (verify.status == FAILED) == failed
+    if failed:
+        assert grid.problems[0].startswith("set [2]:") and verify.disagreement.startswith("set [2]:")

@@ -13,6 +13,7 @@ from scipy.stats import beta, binom, chi2, hypergeom, norm
 
 from depthprune.verify import bands
 from depthprune.verify import evaluation as ev
+from depthprune.verify.losses import run_losses
 from depthprune.verify.remeasure import FAILED, NOT_VERIFIED, VERIFIED, check_cell
 from depthprune.verify.run import select_cells
 
@@ -100,12 +101,12 @@ def test_a_window_past_its_band_fails_and_a_missing_band_is_not_verified(cell):
 def test_bands_are_cross_fitted_and_measured_once_per_measurement(cell):
     """Rule E3: a fold's item band is the Clopper-Pearson upper bound on its pooled disagreement rate, its window
     band rule 4's over all its windows; a cell is checked against the other fold's."""
-    mine = ev.fold(cell.identity.model, cell["removed"])
+    mine = bands.fold(cell.identity.model, cell["removed"])
     model = cell.identity.model
     rows = [(PAIR, model, mine, 50, 100, {"c4": [1.0]}), (PAIR, model, 1 - mine, 1, 100, {"c4": [0.002, 0.0]}),
             (PAIR, model, 1 - mine, 2, 100, {"c4": [0.001]})]
     checks = {(PAIR, model): {"evaluations": 40, "windows": {"c4": 900}}}
-    table = bands.measure([(PAIR, "ppl", model, 1, 3.0, 3.0003)], {"command": "test"}, None, rows, {}, checks)
+    table = bands.measure([(PAIR, "ppl", model, (1,), 3.0, 3.0003, 3.0)], {"command": "test"}, None, rows, {}, checks)
     got = ev.lookup(table, "bf16/amx", "fp32/cpu-avx2", model, cell["removed"])
     assert got.fold == 1 - mine and got.rate == pytest.approx(beta.ppf(0.95, 3 + 1, 200 - 3)) and got.rule == "E3"
     rms = math.sqrt((0.002 ** 2 + 0.001 ** 2) / 3)
@@ -116,15 +117,15 @@ def test_bands_are_cross_fitted_and_measured_once_per_measurement(cell):
     other = ev.lookup(table, "bf16/amx", "fp32/cpu-avx512", "tiny-qwen3", [0])
     assert other.flagged and other.rate == pytest.approx(beta.ppf(0.95, 51, 50))
     assert ev.lookup(table, "bf16/amx", "bf16/avx512-bf16", cell.identity.model, cell["removed"]) is None
-    again = bands.measure([(PAIR, "ppl", "tiny-qwen3", 1, 3.0, 3.0003)], {"command": "again"}, table, [])
+    again = bands.measure([(PAIR, "ppl", "tiny-qwen3", (1,), 3.0, 3.0003, 3.0)], {"command": "again"}, table, [])
     assert set(again["measurements"]) == {"m1", "m2"}
     assert {r["measured_by"] for r in again["bands"]} == {"m1", "m2"}
-    next_model = bands.measure([(PAIR, "ppl", "tiny-llama3.1", 1, 3.0, 3.0003)], {"command": "again"}, again, [])
+    next_model = bands.measure([(PAIR, "ppl", "tiny-llama3.1", (1,), 3.0, 3.0003, 3.0)], {"command": "again"}, again, [])
     assert set(next_model["measurements"]) == {"m1", "m2"}  # the same run's next model: kept once
 
 
 def test_an_e2_row_still_serves_and_says_so(cell):
-    row = {"pair": PAIR, "model": cell.identity.model, "fold": 1 - ev.fold(cell.identity.model, cell["removed"]),
+    row = {"pair": PAIR, "model": cell.identity.model, "fold": 1 - bands.fold(cell.identity.model, cell["removed"]),
            "rate": 0.02, "windows": {"c4": 0.01}, "rule": "E2"}
     got = ev.lookup({"evaluation": [row]}, "bf16/amx", "fp32/cpu-avx2", cell.identity.model, cell["removed"])
     assert got.rule == "E2" and got.allowed(263) == 5 and got.items_z(9, 263) is None
@@ -137,8 +138,10 @@ def test_item_disagreements_report_their_z_score(cell):
 
 
 def test_the_evaluation_decides_the_cells_status(cell):
-    sets_ok = check_cell(cell, lambda sets: [dict((frozenset(s), v) for s, v in cell["trace"])[s] for s in sets],
-                         lambda loss: bands.Band(PAIR, "ppl", "tiny-llama3", loss, 1e-3, "test"), "fp32/cpu-avx2")
+    losses = run_losses(cell)
+    sets_ok = check_cell(cell, lambda sets: [losses[s] for s in sets],
+                         lambda removed, loss: bands.Band(PAIR, "ppl", "tiny-llama3", loss, 1e-3, "test"),
+                         "fp32/cpu-avx2")
     assert sets_ok.status == VERIFIED
     failed, unchecked = copy.deepcopy(sets_ok), copy.deepcopy(sets_ok)
     failed.add_evaluation(ev.EvalCheck(status=ev.FAILED, disagreement="c4 window 3: ..."))

@@ -11,6 +11,7 @@ import pytest
 from scipy.stats import chi2, norm
 
 from depthprune.verify import bands
+from depthprune.verify.losses import run_losses
 from depthprune.verify.remeasure import FAILED, NOT_VERIFIED, VERIFIED, check_cell
 from depthprune.verify.run import select_cells
 
@@ -25,18 +26,19 @@ def greedy() -> dict:
 
 def recorded_score(cell: dict, shift: dict | None = None):
     """The recorded losses, each moved by ``shift[set]`` (default 0): what a machine would measure."""
-    losses = {frozenset(s): v for s, v in cell["trace"]}
+    losses = run_losses(cell)
     return lambda sets: [losses[s] + (shift or {}).get(s, 0.0) for s in sets]
 
 
 def band(nats: float):
-    """``band_for``: the same band for every loss."""
-    return lambda loss: bands.Band("bf16/amx | fp32/cpu-avx2", "ppl", "tiny-llama3", loss, nats, "test")
+    """``band_for``: the same band for every set and loss."""
+    return lambda removed, loss: bands.Band("bf16/amx | fp32/cpu-avx2", "ppl", "tiny-llama3", loss, nats, "test")
 
 
 def test_the_recorded_losses_verify_and_near_ties_are_forks(greedy):
     check = check_cell(greedy, recorded_score(greedy), band(3e-4), HERE)
-    assert check.status == VERIFIED and check.sets_checked >= 1 + 2 * 3
+    # every set the run recorded: the dense model, the 16 singles of its prior, its trace
+    assert check.status == VERIFIED and check.sets_checked == len(run_losses(greedy)) > 1 + 16
     assert check.forks and all(f.decision.gap <= 3e-4 for f in check.forks)
     assert check.label.startswith("VERIFIED WITH")
     assert check_cell(greedy, recorded_score(greedy), band(1e-9), HERE).label == "VERIFIED"
@@ -62,63 +64,98 @@ def test_a_decided_decision_that_turns_fails(greedy):
 
 
 def test_no_band_is_not_verified_and_a_replay_failure_fails(greedy):
-    assert check_cell(greedy, recorded_score(greedy), lambda loss: None, HERE).status == NOT_VERIFIED
+    assert check_cell(greedy, recorded_score(greedy), lambda removed, loss: None, HERE).status == NOT_VERIFIED
     edited = greedy.replace(calibration_loss=greedy["calibration_loss"] + 1.0)
     check = check_cell(edited, recorded_score(greedy), band(1.0), HERE)
     assert check.status == FAILED and check.disagreement.startswith("replay:")
 
 
-def _rule4(diffs: list[float], checks: int) -> float:
-    """Rule 4's band, computed here from its written form (docs/verify.md), not by the module."""
+def test_a_single_moved_past_its_band_fails_though_the_removed_set_agrees(greedy):
+    """Issue 59: the singles of the prior are checked like every other set, not only the removed one."""
+    check = check_cell(greedy, recorded_score(greedy, {frozenset([1]): 1e-3}), band(3e-4), HERE)
+    assert check.status == FAILED and check.disagreement.startswith("set [1]:")
+
+
+def _upper(diffs: list[float], checks: int) -> float:
+    """Rule 4's and 5's ``s_up * z``, computed here from its written form (docs/verify.md), not by the module."""
     rms = math.sqrt(sum(d * d for d in diffs) / len(diffs))
     return rms * math.sqrt(len(diffs) / chi2.ppf(0.05, len(diffs))) * norm.ppf(1 - 0.05 / (2 * checks))
 
 
-def test_bands_are_measured_and_an_unmeasured_pair_borrows_the_widest_flagged():
-    """Rule 4: a ppl band is relative to the recorded loss and pools every size; a margin band is in nats; each
-    is the upper bound on the RMS difference times z for the checks it faces."""
-    pair = "bf16/amx | fp32/cpu-avx2"
-    diffs = [(pair, "ppl", "tiny-llama3", 1, 3.0, 3.0 + d) for d in (3e-4, -9e-4)]  # 1e-4 and 3e-4 relative
-    diffs += [(pair, "ppl", "tiny-llama3", 3, 8.0, 8.0016)]  # 2e-4 relative, whatever its size
-    diffs += [(pair, "ppl", "tiny-qwen3", 1, 2.0, 2.002)]  # 1e-3 relative
-    diffs += [(pair, "margin", "tiny-llama3", 2, 0.01, 0.03), (pair, "margin", "tiny-llama3", 0, -1.5, -1.51)]
-    checks = {(pair, "ppl", "tiny-llama3"): 400, (pair, "margin", "tiny-llama3"): 30}
+def _sets_of_fold(model: str, f: int, count: int) -> list[tuple[int, ...]]:
+    found = [(i, j) for i in range(16) for j in range(i + 1, 16) if bands.fold(model, (i, j)) == f]
+    return found[:count]
+
+
+def test_rule_5_weighs_a_set_by_its_distance_from_the_dense_loss_and_measures_it_on_the_other_fold():
+    """Each fold's band is measured on the other fold's sets only, their differences divided by their weights
+    ``1 + |L - L0| / |L0|``; a set's band is that times its own weight (module docstring of bands)."""
+    pair, model, dense = "bf16/amx | fp32/cpu-avx2", "tiny-llama3", -2.0
+    zero, one = _sets_of_fold(model, 0, 3), _sets_of_fold(model, 1, 2)
+    # fold 0: weights 1, 2 and 3 (losses -2, -4, 2), weighted differences 0.01, 0.01, 0.02
+    diffs = [(pair, "margin", model, s, loss, loss + d, dense)
+             for s, loss, d in zip(zero, (-2.0, -4.0, 2.0), (0.01, -0.02, 0.06))]
+    diffs += [(pair, "margin", model, s, -2.0, -2.0 + d, dense) for s, d in zip(one, (0.5, -0.5))]  # fold 1: large
+    checks = {(pair, "margin", model, 1): 300, (pair, "margin", model, 0): 40}
     table = bands.measure(diffs, {"command": "test"}, checks=checks)
-    assert {r["kind"] for r in table["bands"]} == {"relative", "absolute"} and {r["rule"] for r in table["bands"]} == {4}
-    exact = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3", 3.0)
-    rel = _rule4([1e-4, 3e-4, 2e-4], 400)
-    assert exact.nats == pytest.approx(rel * 3.0) and exact.flagged is None and exact.rule == 4
-    assert exact.z(exact.nats) == pytest.approx(norm.ppf(1 - 0.05 / 800))  # the band is z s_up
-    deeper = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "tiny-llama3", 8.4)  # grows with the loss
-    assert deeper.nats == pytest.approx(rel * 8.4) and deeper.flagged is None
-    margin = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-llama3", 0.001)
-    assert margin.nats == pytest.approx(_rule4([0.02, 0.01], 30))  # absolute: the same near 0 as far from it
-    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-llama3", -7.0).nats == margin.nats
-    other = bands.lookup(table, "bf16/amx", "fp32/cpu-avx512", "ppl", "smollm2-135m", 2.5)
-    assert other.nats == pytest.approx(_rule4([1e-3], 1) * 2.5) and "no band measured" in other.flagged
-    assert bands.lookup(table, "bf16/amx", "bf16/avx512-bf16", "ppl", "tiny-llama3", 3.0) is None
-    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", "tiny-qwen3", 1.0).flagged
+    assert {(r["rule"], r["fold"], r["kind"]) for r in table["bands"]} == {(5, 0, "distance"), (5, 1, "distance")}
+    row0 = next(r for r in table["bands"] if r["fold"] == 0)
+    assert row0["band"] == pytest.approx(_upper([0.01, 0.01, 0.02], 300)) and row0["sets"] == 3
+    assert [tuple(m[0]) for m in row0["measuring_sets"]] == sorted(zero)  # kept, to recompute a later rule from
+    target = one[0]  # a set of fold 1 is checked against fold 0's band
+    far = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", model, -7.0, target, dense)
+    assert far.rule == 5 and far.weight == pytest.approx(3.5) and far.nats == pytest.approx(row0["band"] * 3.5)
+    assert far.measured_for.endswith("rule 5, measured on fold 0") and far.flagged is None
+    near = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", model, dense, target, dense)
+    assert near.nats == pytest.approx(row0["band"])
+    row1 = next(r for r in table["bands"] if r["fold"] == 1)
+    other = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", model, dense, zero[0], dense)
+    assert other.nats == pytest.approx(row1["band"]) and other.nats > near.nats
+    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", model, 1.0, target, 0.0) is None  # no scale
+
+
+def test_a_rule_4_row_serves_a_caller_without_a_set_and_a_set_without_a_rule_5_row():
+    """The report's firmness asks without a set (rule 4); a pair measured only under rule 4 still answers."""
+    pair = "bf16/amx | fp32/cpu-avx2"
+    rule4 = {"pair": pair, "objective": "ppl", "model": "m", "kind": "relative", "band": 0.01, "rms_upper": 0.003,
+             "rule": 4, "measured_by": "m1"}
+    rule5 = {"pair": pair, "objective": "ppl", "model": "m", "kind": "distance", "band": 0.5, "rms_upper": 0.1,
+             "rule": 5, "fold": 1 - bands.fold("m", (3,)), "measured_by": "m2"}
+    table = {"bands": [rule4, rule5]}
+    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "m", 2.0).nats == pytest.approx(0.02)
+    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "m", 2.0, (3,), 2.0).nats == pytest.approx(0.5)
+    no_row = next(s for s in [(i,) for i in range(16)] if bands.fold("m", s) != bands.fold("m", (3,)))
+    fallback = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "m", 2.0, no_row, 2.0)
+    assert fallback.rule == 4 and fallback.nats == pytest.approx(0.02)
 
 
 def test_more_checks_widen_a_band():
     pair = "a | b"
-    diffs = [(pair, "margin", "m", 1, 0.0, d) for d in (0.01, -0.02, 0.015)]
-    few, many = (bands.measure(diffs, {"command": "t"}, checks={(pair, "margin", "m"): k})["bands"][0]["band"]
-                 for k in (10, 10_000))
+    sets = _sets_of_fold("m", 0, 3)
+    diffs = [(pair, "margin", "m", s, 1.0, 1.0 + d, 1.0) for s, d in zip(sets, (0.01, -0.02, 0.015))]
+    few, many = (next(r for r in bands.measure(diffs, {"command": "t"}, checks={(pair, "margin", "m", 1): k})["bands"]
+                      if r["fold"] == 0)["band"] for k in (10, 10_000))
     assert few < many
 
 
 @pytest.mark.parametrize("tail, at_most, at_least", [("normal", 0.05, 0.0), ("t3", 1.0, 0.5)])
-def test_rule_4_fails_normal_rounding_at_most_alpha_and_a_heavy_tail_often(tail, at_most, at_least):
-    """Where differences are normal, a band measured on 50 of them fails a 1,000-check verification in at most
-    ALPHA of draws (rule 4's promise); Student's t with 3 degrees of freedom fails most: the z-scores show it."""
+def test_rule_5_fails_normal_rounding_at_most_alpha_and_a_heavy_tail_often(tail, at_most, at_least):
+    """Where weighted differences are normal, a band measured on 50 of them fails a 1,000-check verification in
+    at most ALPHA of draws (the rules' promise), whatever the sets' distances from the dense loss; Student's t
+    with 3 degrees of freedom fails most: the z-scores show it."""
     rng = np.random.default_rng(0)
     draw = (lambda n: rng.normal(0, 1, n)) if tail == "normal" else (lambda n: rng.standard_t(3, n))
-    pair, runs, failed = "a | b", 400, 0
+    pair, runs, failed, dense = "a | b", 400, 0, 1.0
+    sets = _sets_of_fold("m", 0, 50)
     for _ in range(runs):
-        table = bands.measure([(pair, "margin", "m", 1, 0.0, float(d)) for d in draw(50)], {"command": "t"},
-                              checks={(pair, "margin", "m"): 1000})
-        failed += bool((np.abs(draw(1000)) > table["bands"][0]["band"]).any())
+        losses = rng.uniform(1.0, 9.0, 50)  # weights 1 to 9
+        weights = [bands.weight(float(x), dense) for x in losses]
+        diffs = [(pair, "margin", "m", s, float(x), float(x + w * d), dense)
+                 for s, x, w, d in zip(sets, losses, weights, draw(50))]
+        table = bands.measure(diffs, {"command": "t"}, checks={(pair, "margin", "m", 1): 1000})
+        row = next(r for r in table["bands"] if r["fold"] == 0)
+        checked_weights = rng.uniform(1.0, 9.0, 1000)
+        failed += bool((np.abs(draw(1000) * checked_weights) > row["band"] * checked_weights).any())
     assert at_least <= failed / runs <= at_most
 
 
@@ -130,16 +167,17 @@ def test_a_rule_3_row_still_serves_and_says_so():
     assert band.measured_for.endswith("| rule 3")
 
 
-def test_measuring_sets_are_never_checked(greedy):
-    """Rule 2: the held-out sets are no removed set and no decision's set, and the checks' sample avoids them."""
-    from depthprune.verify.remeasure import _sets_to_check, held_out
+def test_measuring_sets_are_drawn_off_the_answers_and_every_recorded_set_is_checked(greedy):
+    """Rule 2's draw stays (no removed set, no decision's set); rule 5 checks every set, the measuring sets
+    among them, each against the band of the other fold."""
+    from depthprune.verify.remeasure import held_out, sets_to_check
     from depthprune.verify.replay import replay
 
     rep = replay(greedy)
     held = held_out([greedy], [rep], seed=0)
-    assert held and all(len(s) >= 2 for s in held)
-    checked = _sets_to_check(greedy, rep, 0, set(held))
-    assert not set(held) & set(checked) and frozenset(greedy["removed"]) in checked
+    assert held and all(len(s) >= 2 for s in held) and frozenset(greedy["removed"]) not in held
+    checked = sets_to_check(greedy)
+    assert set(held) <= set(checked) and checked[0] == frozenset() and frozenset(greedy["removed"]) in checked
 
 
 def test_numeric_classes():
@@ -157,8 +195,8 @@ def test_numeric_classes():
 
 
 def test_the_shipped_table_is_of_this_rule_and_says_how_it_was_measured():
-    """verify reads bands.json: its bands must be this rule's, each naming a measurement (command, commit,
-    machine, cells) that the table keeps; written by --measure-bands, never by hand."""
+    """verify reads bands.json: its newest bands must be this rule's, each naming a measurement (command,
+    commit, machine, cells) that the table keeps; written by --measure-bands, never by hand."""
     import json
 
     table = json.loads(bands.BANDS_FILE.read_text())
@@ -167,38 +205,43 @@ def test_the_shipped_table_is_of_this_rule_and_says_how_it_was_measured():
     assert table == bands.load_table()  # a table of another rule would load empty
     rows = table["bands"] + table["evaluation"]
     assert rows and {r["measured_by"] for r in rows} == set(table["measurements"])
+    assert any(r["rule"] == bands.RULE for r in table["bands"])
     for m in table["measurements"].values():
         caps, _, command = m["command"].partition("depthprune verify ")  # caps: the environment it ran under
         assert command and "--measure-bands" in command and all("=" in c for c in caps.split())
         assert len(m["commit"].removesuffix("+dirty")) == 40 and m["machine"] and m["cells"] and m["rule"] in bands.RULES
     for r in table["bands"]:
-        assert r["kind"] == bands.KIND[r["objective"]] and r["rule"] == table["measurements"][r["measured_by"]]["rule"]
+        assert r["rule"] == table["measurements"][r["measured_by"]]["rule"]
         if r["rule"] == 3:
+            assert r["kind"] == bands.KIND[r["objective"]]
             assert r["band"] == pytest.approx(r["factor"] * r["largest_difference"])
-        else:
-            assert r["m"] == r["sets"] and r["band"] == pytest.approx(r["rms_upper"] * r["z"])
-            assert r["rms_upper"] == pytest.approx(r["rms"] * math.sqrt(r["m"] / chi2.ppf(0.05, r["m"])))
+            continue
+        assert r["m"] == r["sets"] and r["band"] == pytest.approx(r["rms_upper"] * r["z"])
+        assert r["rms_upper"] == pytest.approx(r["rms"] * math.sqrt(r["m"] / chi2.ppf(0.05, r["m"])))
+        if r["rule"] == 4:
+            assert r["kind"] == bands.KIND[r["objective"]]
+            continue
+        assert r["kind"] == bands.DISTANCE and all(bands.fold(r["model"], s) == r["fold"] for s, *_ in r["measuring_sets"])
+        weighted = [abs(rec - here) / bands.weight(rec, dense) for _, rec, here, dense in r["measuring_sets"]]
+        assert r["rms"] == pytest.approx(math.sqrt(sum(w * w for w in weighted) / len(weighted)))
 
 
-def test_a_zero_ppl_loss_adds_no_relative_difference():
-    table = bands.measure([("a | b", "ppl", "m", 1, 0.0, 1e-3), ("a | b", "ppl", "m", 1, 2.0, 2.002)], {"command": "t"})
-    assert table["bands"][0]["largest_difference"] == pytest.approx(1e-3) and table["bands"][0]["sets"] == 1
+def test_a_zero_dense_loss_has_no_scale_and_adds_no_difference():
+    sets = _sets_of_fold("m", 0, 2)
+    table = bands.measure([("a | b", "ppl", "m", sets[0], 1.0, 1.001, 0.0), ("a | b", "ppl", "m", sets[1], 2.0, 2.002, 1.0)],
+                          {"command": "t"})
+    row = next(r for r in table["bands"] if r["fold"] == 0)
+    assert row["sets"] == 1 and row["largest_weighted"] == pytest.approx(0.002 / 2.0)
 
 
-def test_the_ci_sample_checks_the_answer_only_and_still_catches_a_moved_loss(greedy):
-    """CI's rule (remeasure.CI): the removed set and the final decision's rival, no step and no extra set;
-    a loss moved past the band, or a final decision turned, still fails."""
-    from depthprune.verify.remeasure import CI
+def test_the_ci_sample_rescores_every_set_and_samples_windows_only(greedy):
+    """CI's rule (remeasure.CI) samples the evaluation only (windows, no item); its sets are every set, as the
+    full rule's: a moved single fails it too."""
+    from depthprune.verify.remeasure import CI, FULL
 
-    check = check_cell(greedy, recorded_score(greedy), band(1e-9), HERE, sample=CI)
-    final = next(d for d in check.replay.decisions if d.kind == "final")
-    assert check.status == VERIFIED and check.sets_checked == len({frozenset(final.chosen), frozenset(final.rival)})
-    assert frozenset(final.chosen) == frozenset(greedy["removed"])
-    assert check.sets_checked < check_cell(greedy, recorded_score(greedy), band(1e-9), HERE).sets_checked
-    moved = check_cell(greedy, recorded_score(greedy, {frozenset(greedy["removed"]): 1e-3}), band(3e-4), HERE, sample=CI)
-    assert moved.status == FAILED and str(sorted(greedy["removed"])) in moved.disagreement
-    turned = {frozenset(final.rival): -(final.gap + 1e-6)}
-    assert check_cell(greedy, recorded_score(greedy, turned), band(final.gap / 2), HERE, sample=CI).status == FAILED
+    assert CI.item_change is None and CI.window_change > FULL.window_change
+    moved = check_cell(greedy, recorded_score(greedy, {frozenset([5]): 1e-3}), band(3e-4), HERE)
+    assert moved.status == FAILED and moved.disagreement.startswith("set [5]:")
 
 
 def test_the_cli_offers_every_sample_rule():

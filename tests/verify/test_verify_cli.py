@@ -67,8 +67,9 @@ def test_a_models_seconds_run_from_the_previous_models_last_cell_to_its_own_last
 
 
 def test_measured_bands_face_the_archives_checks_whatever_the_selection(tmp_path):
-    """Rule 4 sizes a band for the sets the full sample checks over every cell of the selected grids, so one
-    cell or two measure the same band (docs/verify.md); the measuring sets are the population's too."""
+    """Rule 5 sizes a band for the sets the full sample checks over every cell of the selected grids, so one
+    cell or two measure the same bands, one per fold (docs/verify.md); the measuring sets are the population's
+    too."""
     rows = []
     for cells in (CELLS[:1], CELLS):
         table = tmp_path / f"bands-{len(cells)}.json"
@@ -77,7 +78,8 @@ def test_measured_bands_face_the_archives_checks_whatever_the_selection(tmp_path
         assert main(args) in (0, 1)
         rows.append(json.loads(table.read_text())["bands"])
     one, two = rows
-    assert len(one) == 1 and one[0]["rule"] == 4 and one[0]["model"] == "tiny-llama3" and one[0]["objective"] == "ppl"
+    assert [(r["rule"], r["fold"], r["model"], r["objective"]) for r in one] == [
+        (5, 0, "tiny-llama3", "ppl"), (5, 1, "tiny-llama3", "ppl")]
     tiny_llama3_ppl = [r for r in remeasure_population() if r.identity.model == "tiny-llama3"
                        and r.identity.objective == "ppl"]
     assert one[0]["checks"] > 10 * len(tiny_llama3_ppl) // 2  # every cell of the condition, not one or two

@@ -248,9 +248,10 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=positive(0), default=0,
                    help="seed of the sampled trace sets, items and windows (default 0)")
     p.add_argument("--sample", default="full", choices=["full", "ci"],
-                   help="how much of each cell is re-measured (default full: the removed set, every decision's sets, "
-                        "4 more trace sets, items and windows catching a 1%% change; ci: the removed set and the final "
-                        "decision's rival, windows catching a 20%% change, no item: what CI checks on every CPU)")
+                   help="how much of each cell is re-measured (default full: every set its run recorded, as the "
+                        "grid's check across precisions compares them, items and windows catching a 1%% change; ci: "
+                        "its answer, the dense model and the two sets farthest from it, windows catching a 20%% "
+                        "change, no item: what CI checks on every CPU)")
     p.add_argument("--no-second-opinion", action="store_true",
                    help="do not check a cell that fails in another precision again in its recorded one "
                         "(the second opinion, docs/verify.md)")

@@ -7,8 +7,10 @@ module checks such a cell against the reference's *archived run* (the archive's 
 whose removed set and calibration loss are the reference's; its trace holds every set it scored) with the
 bands of :mod:`depthprune.verify.bands` for the two numeric classes:
 
-* **every set both runs scored** (dense, singles, trace) must agree within the band of its recorded loss;
-  a loss outside it is a change, not rounding, and the cell fails;
+* **every set both runs scored** (dense, singles, trace) must agree within its band (rule 5: scaled by the
+  set's distance from the dense loss, measured on the other fold); a loss outside it is a change, not
+  rounding, and the cell fails. ``depthprune verify`` compares the same sets the same way
+  (:func:`depthprune.verify.losses.compare_losses`), so the two checks give a cell one verdict on its losses;
 * **the same removed set**: its item outcomes and perplexity windows, all of them, are held to the
   evaluation band of the pair (rule E2 of :mod:`depthprune.verify.evaluation`);
 * **another removed set**: both runs are replayed (:mod:`depthprune.verify.replay`) and the first decision
@@ -34,8 +36,10 @@ from depthprune.grid.archive import SUFFIX, read_archive
 from depthprune.grid.reference import dtype_name
 from depthprune.result import Result
 from depthprune.verify import evaluation as ev
-from depthprune.verify.bands import Band, lookup, numeric_class
-from depthprune.verify.replay import PARTIAL, REPLAYED, Decision, recorded_loss, recorded_trace, replay
+from depthprune.verify.bands import numeric_class
+from depthprune.verify.losses import compare_losses, run_losses
+from depthprune.verify.remeasure import set_bands
+from depthprune.verify.replay import PARTIAL, REPLAYED, Decision, recorded_trace, replay
 
 #: ``off`` keeps a cell whose only references are of another precision skipping instead of checking it here
 #: (CI sets it: two real cells checked across precisions cost a CPU without AMX 5-10 min of a worker)
@@ -62,16 +66,6 @@ def archived_run(reference: Mapping[str, Any], archives: Iterable[str | Path]) -
                     and data["calibration_loss"] == reference["calibration_loss"]):
                 return Result.of(data)
     return None
-
-
-def losses(result: Result) -> dict[frozenset[int], float]:
-    """Every loss a run recorded: the dense model, the singles of its prior, its trace."""
-    out: dict[frozenset[int], float] = {frozenset(): float(result["dense_calibration_loss"])}
-    for i, v in enumerate(result.get("prior") or []):
-        out[frozenset([i])] = recorded_loss(v)
-    out.update(recorded_trace(result))
-    out.setdefault(frozenset(result["removed"]), float(result["calibration_loss"]))
-    return out
 
 
 @dataclass(frozen=True)
@@ -128,12 +122,9 @@ def check_across(result: Result, reference_run: Result, table: Mapping[str, Any]
     """``result`` (run here) against ``reference_run`` (the reference's archived run) under ``table``'s bands."""
     rc, hc = numeric_class(reference_run["environment"]), numeric_class(result["environment"])
     check = ForkCheck(rc, hc)
-    objective, model = result.identity.objective, result.identity.model
-
-    def band(loss: float) -> Band | None:
-        return lookup(table, rc, hc, objective, model, loss)
-
-    own = band(float(reference_run["calibration_loss"]))
+    objective = result.identity.objective
+    band = set_bands(table, rc, hc, reference_run)
+    own = band(frozenset(reference_run["removed"]), float(reference_run["calibration_loss"]))
     if own is None:
         check.problems.append(f"no band measured for {rc} against {hc} ({objective}): rounding cannot be told "
                               "from a change")
@@ -149,15 +140,15 @@ def check_across(result: Result, reference_run: Result, table: Mapping[str, Any]
             check.problems.append(f"the {name} run does not replay: {rep.disagreement or rep.not_replayed}")
     if check.problems:
         return check
-    mine, theirs = losses(result), losses(reference_run)
-    for s in sorted(set(mine) & set(theirs), key=lambda s: (len(s), sorted(s))):
-        b = band(theirs[s])
-        check.sets_compared += 1
-        diff = abs(mine[s] - theirs[s])
-        if b is not None and not diff <= b.nats:
-            check.problems.append(f"set {sorted(s)}: reference loss {theirs[s]:.6g}, here {mine[s]:.6g}, "
-                                  f"|difference| {diff:.3g} > band {b.nats:.3g} nats ({b.measured_for})")
-            return check
+    mine, theirs = run_losses(result), run_losses(reference_run)
+    seen = compare_losses(theirs, mine, band)
+    check.sets_compared = seen.sets_compared
+    if seen.failure is not None:
+        check.problems.append(seen.failure.replace("recorded loss", "reference loss", 1))
+        return check
+    if seen.no_band is not None:
+        check.not_checkable = f"{seen.no_band}: rounding cannot be told from a change"
+        return check
     if sorted(result["removed"]) == sorted(reference_run["removed"]):
         if partial:
             check.notes.append(partial)
@@ -179,8 +170,8 @@ def check_across(result: Result, reference_run: Result, table: Mapping[str, Any]
     a, b_ = frozenset(r.chosen), frozenset(h.chosen)
     ref_gap = abs(theirs[b_] - theirs[a]) if a in theirs and b_ in theirs else None
     here_gap = abs(mine[a] - mine[b_]) if a in mine and b_ in mine else None
-    widths = [x.nats for x in (band(theirs[a]) if a in theirs else None, band(theirs[b_]) if b_ in theirs else None)
-              if x is not None]
+    widths = [x.nats for x in (band(a, theirs[a]) if a in theirs else None, band(b_, theirs[b_]) if b_ in theirs
+                               else None) if x is not None]
     width = max(widths) if widths else None
     check.fork = Fork(r.kind, r.position, r.chosen, h.chosen, ref_gap, here_gap, width)
     if ref_gap is None or width is None or ref_gap > width:

@@ -76,6 +76,7 @@ the cell is NOT VERIFIED, never passed.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -93,14 +94,32 @@ ALPHA = 0.05
 #: measuring sets per condition and set size >= 2 (module docstring)
 HELD_OUT = 8
 #: the rule new bands are measured by (module docstring); a table may still hold rows of rule 3
-RULE = 4
+RULE = 5
 #: the rules a row may have been measured by and still serve
-RULES = (3, 4)
+RULES = (3, 4, 5)
 #: the rule of new evaluation bands (:mod:`depthprune.verify.evaluation`), and those that still serve
 EVAL_RULE = "E3"
 EVAL_RULES = ("E2", "E3")
-#: how a band scales, per objective (module docstring): with the recorded loss, or not
+#: how a rule 3 or 4 band scales, per objective (module docstring): with the recorded loss, or not
 KIND = {"ppl": "relative", "margin": "absolute"}
+#: how a rule 5 band scales (module docstring): with the set's distance from the dense loss
+DISTANCE = "distance"
+
+
+def fold(model: str, removed: Iterable[int]) -> int:
+    """A set's fold (0 or 1): fixed by the model and the set, so a band measured on one fold is never measured
+    on the sets (rule 5) or removed sets' evaluations (:mod:`depthprune.verify.evaluation`) it checks, whatever
+    the seed or selection."""
+    return hashlib.sha256(f"{model}:{sorted(removed)}".encode()).digest()[0] % 2
+
+
+def weight(loss: float, dense: float) -> float | None:
+    """Rule 5's weight of a set whose recorded loss is ``loss`` in a condition whose recorded dense loss is
+    ``dense``: ``1 + |loss - dense| / |dense|`` (module docstring); None where there is no scale (a dense loss
+    of 0, or a loss that is not finite)."""
+    if not (math.isfinite(loss) and math.isfinite(dense)) or dense == 0:
+        return None
+    return 1.0 + abs(loss - dense) / abs(dense)
 
 
 def numeric_class(environment: Mapping[str, Any]) -> str:
@@ -140,17 +159,18 @@ class Band:
     nats: float
     measured_for: str  # "pair | objective | model" it was measured for
     flagged: str | None = None  # why a band measured for something else stands in
-    sigma: float | None = None  # rule 4: the upper bound on rounding's RMS difference at this loss (nats)
+    sigma: float | None = None  # rules 4 and 5: the upper bound on rounding's RMS difference at this loss (nats)
     rule: int = RULE
+    weight: float | None = None  # rule 5: the set's weight (its distance from the dense loss: module docstring)
 
     def z(self, difference: float) -> float | None:
-        """A difference in units of :attr:`sigma` (rule 4), None for a rule 3 band."""
+        """A difference in units of :attr:`sigma` (rules 4 and 5), None for a rule 3 band."""
         return abs(difference) / self.sigma if self.sigma else None
 
     def to_dict(self) -> dict[str, Any]:
         return {"pair": self.pair, "objective": self.objective, "model": self.model, "loss": self.loss,
                 "nats": self.nats, "measured_for": self.measured_for, "flagged": self.flagged,
-                "sigma": self.sigma, "rule": self.rule}
+                "sigma": self.sigma, "rule": self.rule, "weight": self.weight}
 
 
 def load_table(path: str | Path = BANDS_FILE) -> dict[str, Any]:
@@ -168,6 +188,8 @@ def load_table(path: str | Path = BANDS_FILE) -> dict[str, Any]:
 
 
 def _name(row: Mapping[str, Any]) -> str:
+    if row.get("rule") == 5:
+        return f"{row['pair']} | {row['objective']} | {row['model']} | rule 5, measured on fold {row['fold']}"
     return f"{row['pair']} | {row['objective']} | {row['model']}" + (" | rule 3" if row.get("rule") == 3 else "")
 
 
@@ -183,11 +205,25 @@ def _band(key: str, objective: str, model: str, loss: float, row: Mapping[str, A
 
 
 def lookup(table: Mapping[str, Any], recorded: str, here: str, objective: str, model: str,
-           loss: float) -> Band | None:
+           loss: float, removed: Iterable[int] | None = None, dense: float | None = None) -> Band | None:
     """The band of a set whose recorded loss is ``loss``, a recorded class against this machine's
-    (module docstring), or None where none is measured for the precision pair and objective."""
+    (module docstring), or None where none is measured for the precision pair and objective.
+
+    A check that gives the set (``removed``) and its condition's recorded ``dense`` loss gets rule 5's band
+    where one is measured for the pair, objective, model and the other fold than the set's (None where the
+    condition has no scale: :func:`weight`); otherwise, and for a caller that gives neither (the report's
+    firmness), rule 4's or 3's."""
     key = pair_key(recorded, here)
-    rows = [r for r in table.get("bands", []) if r["objective"] == objective]
+    if removed is not None and dense is not None:
+        other = 1 - fold(model, removed)
+        for row in table.get("bands", []):
+            if (row.get("rule") == 5 and row["pair"] == key and row["objective"] == objective
+                    and row["model"] == model and row["fold"] == other):
+                w = weight(loss, dense)
+                if w is None:
+                    return None
+                return Band(key, objective, model, loss, row["band"] * w, _name(row), None, row["rms_upper"] * w, 5, w)
+    rows = [r for r in table.get("bands", []) if r["objective"] == objective and r.get("rule") != 5]
     for row in rows:
         if row["pair"] == key and row["model"] == model:
             return _band(key, objective, model, loss, row)
@@ -200,8 +236,9 @@ def lookup(table: Mapping[str, Any], recorded: str, here: str, objective: str, m
                          f"{precision_pair(key)} ({_name(widest)}) stands in")
 
 
-#: one measuring set's difference: pair, objective, model, set size, recorded loss, loss here
-Difference = tuple[str, str, str, int, float, float]
+#: one measuring set's difference: pair, objective, model, the set, its recorded loss, its loss here, and the
+#: recorded dense loss of its condition
+Difference = tuple[str, str, str, tuple[int, ...], float, float, float]
 #: one removed set's evaluation measured: pair, model, fold, items disagreeing, items compared,
 #: dataset -> every sampled window's ``|recorded - here| / recorded``
 EvalRow = tuple[str, str, int, int, int, dict[str, list[float]]]
@@ -232,48 +269,47 @@ def _spread(diffs: Sequence[float], checks: int) -> dict[str, Any]:
 
 def measure(differences: Iterable[Difference], provenance: Mapping[str, Any],
             table: Mapping[str, Any] | None = None, evaluation: Iterable[EvalRow] = (),
-            checks: Mapping[tuple[str, str, str], int] | None = None,
+            checks: Mapping[tuple[str, str, str, int], int] | None = None,
             eval_checks: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """A new table: ``table`` with a band per (pair, objective, model) of ``differences`` replaced by rule 4's
-    (module docstring: ``checks[pair, objective, model]`` sets checked over the archive), and the evaluation
-    bands of ``evaluation`` (:func:`measure_rows`, ``eval_checks``) replaced per (pair, model, fold). Each row
-    names its measurement; ``provenance`` is kept once under that name."""
+    """A new table: ``table`` with rule 5's two bands per (pair, objective, model) of ``differences`` replaced,
+    one per fold of measuring sets (module docstring: ``checks[pair, objective, model, fold]`` sets of that fold
+    checked over the archive), and the evaluation bands of ``evaluation`` (:func:`measure_rows`,
+    ``eval_checks``) replaced per (pair, model, fold). Rows of rules 3 and 4 stay as they are. Each row names
+    its measurement; ``provenance`` is kept once under that name."""
     old = table or {}
     checks = checks or {}
     measurements = dict(old.get("measurements", {}))
     same = [k for k, v in measurements.items() if v == dict(provenance)]  # one run measures model by model
     name = same[0] if same else f"m{1 + max((int(k[1:]) for k in measurements if k[1:].isdigit()), default=0)}"
     measurements[name] = dict(provenance)
-    seen: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for pair, objective, model, size, recorded, here in differences:
-        if not (math.isfinite(recorded) and math.isfinite(here)):
-            continue
-        kind = KIND[objective]
-        if kind == "relative" and recorded == 0:  # no relative difference of a zero loss
-            continue
-        diff = abs(recorded - here) / abs(recorded) if kind == "relative" else abs(recorded - here)
-        row = seen.setdefault((pair, objective, model), {"largest": 0.0, "diffs": [], "sizes": {}, "at": None})
-        if diff >= row["largest"]:
-            row["largest"], row["at"] = diff, {"size": size, "recorded": recorded, "here": here}
-        row["diffs"].append(diff)
-        row["sizes"][str(size)] = row["sizes"].get(str(size), 0) + 1
-    rows = [r for r in old.get("bands", []) if (r["pair"], r["objective"], r["model"]) not in seen]
-    for (pair, objective, model), m in seen.items():
-        rows.append({"pair": pair, "objective": objective, "model": model, "kind": KIND[objective], "rule": RULE,
-                     **_spread(m["diffs"], checks.get((pair, objective, model), 1)),
-                     "largest_difference": m["largest"], "largest_at": m["at"], "sets": len(m["diffs"]),
-                     "sets_per_size": dict(sorted(m["sizes"].items(), key=lambda kv: int(kv[0]))),
-                     "measured_by": name})
-    rows.sort(key=lambda r: (r["pair"], r["objective"], r["model"]))
+    seen: dict[tuple[str, str, str], list[tuple[list[int], float, float, float]]] = {}
+    for pair, objective, model, removed, recorded, here, dense in differences:
+        if math.isfinite(recorded) and math.isfinite(here) and weight(recorded, dense) is not None:
+            seen.setdefault((pair, objective, model), []).append((sorted(removed), recorded, here, dense))
+    rows = [r for r in old.get("bands", []) if r.get("rule") != 5 or (r["pair"], r["objective"], r["model"]) not in seen]
+    for (pair, objective, model), entries in seen.items():
+        for f in (0, 1):
+            mine = sorted((e for e in entries if fold(model, e[0]) == f), key=lambda e: (len(e[0]), e[0]))
+            weighted = [abs(rec - here) / (weight(rec, dense) or 1.0) for _, rec, here, dense in mine]
+            sizes: dict[str, int] = {}
+            for e in mine:
+                sizes[str(len(e[0]))] = sizes.get(str(len(e[0])), 0) + 1
+            rows.append({"pair": pair, "objective": objective, "model": model, "fold": f, "kind": DISTANCE,
+                         "rule": 5, **_spread(weighted, checks.get((pair, objective, model, 1 - f), 1)),
+                         "largest_weighted": max(weighted, default=0.0), "sets": len(mine),
+                         "sets_per_size": dict(sorted(sizes.items(), key=lambda kv: int(kv[0]))),
+                         "measuring_sets": [list(e) for e in mine], "measured_by": name})
+    rows.sort(key=lambda r: (r["pair"], r["objective"], r["model"], r.get("rule", RULE), r.get("fold", -1)))
     new_eval = [{**row, "measured_by": name} for row in measure_rows(list(evaluation), eval_checks or {})]
     keys = {(r["pair"], r["model"], r["fold"]) for r in new_eval}
     eval_rows = [r for r in old.get("evaluation", []) if (r["pair"], r["model"], r["fold"]) not in keys] + new_eval
     eval_rows.sort(key=lambda r: (r["pair"], r["model"], r["fold"]))
     used = {r["measured_by"] for r in rows + eval_rows if isinstance(r.get("measured_by"), str)}
     return {"about": "depthprune.verify.bands: rounding bands of calibration losses per pair of numeric classes, "
-                     "objective and model (ppl: relative to the recorded loss; margin: in nats), measured on sets "
-                     "verification never checks; and evaluation bands (depthprune.verify.evaluation: item "
-                     "disagreements, window NLL relative to the recorded one) per pair, model and fold; each row "
+                     "objective and model (rule 5: per fold of measuring sets, scaled by a set's distance from the "
+                     "dense loss; rules 3 and 4: ppl relative to the recorded loss, margin in nats), measured on "
+                     "sets verification never checks against them; and evaluation bands (depthprune.verify.evaluation: "
+                     "item disagreements, window NLL relative to the recorded one) per pair, model and fold; each row "
                      "says its rule; written by depthprune verify --measure-bands, never by hand",
             "rule": RULE, "evaluation_rule": EVAL_RULE, "bands": rows, "evaluation": eval_rows,
             "measurements": {k: v for k, v in sorted(measurements.items()) if k in used}}

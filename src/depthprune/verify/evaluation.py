@@ -47,7 +47,6 @@ Rows of rule E2 still serve, said so in their name.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import random
 import time
@@ -56,7 +55,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from depthprune.result import Result
-from depthprune.verify.bands import ALPHA, EVAL_RULE, pair_key, precision_pair
+from depthprune.verify.bands import ALPHA, EVAL_RULE, fold, pair_key, precision_pair
 
 #: a change to this share of a cell's items is caught with probability CATCH (the issue's 1% and 95%)
 CHANGE = 0.01
@@ -95,12 +94,6 @@ def detectable_change(population: int, n: int, allowed: int, catch: float = CATC
         if hypergeom.sf(allowed, population, changed, n) >= catch:
             return changed / population
     return 1.0
-
-
-def fold(model: str, removed: Sequence[int]) -> int:
-    """The removed set's fold (0 or 1): fixed by the model and the set, so a band measured on one fold is
-    never measured on the cells it checks, whatever the seed or selection."""
-    return hashlib.sha256(f"{model}:{sorted(removed)}".encode()).digest()[0] % 2
 
 
 def item_counts(result: Result) -> dict[str, int]:

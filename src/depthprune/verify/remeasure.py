@@ -2,21 +2,20 @@
 
 Each model is loaded once and each condition (model, objective and its recorded parameters) is
 calibrated once; its scorer serves every cell of the condition, so a set scored for one cell is
-not scored again for another. Per cell (the sample rule, fixed before any run):
+not scored again for another. Per cell: **every set its run recorded** (the dense model, the singles of
+its prior, its trace and its removed set: :func:`depthprune.verify.losses.run_losses`), the same sets the
+grid's check across precisions compares (:mod:`depthprune.grid.forks`), through the same comparison
+(:func:`depthprune.verify.losses.compare_losses`), so the two checks of a cell give one verdict on its losses.
+(Until rule 5 this checked the removed set, the decisions' sets and four sampled trace sets: on an AMD EPYC
+the grid's check of the real CI slice's gemma3 margin oneshot M4 cell failed on a single that this never
+checked, and verify said VERIFIED: issue 59.)
 
-* the removed set, always: a change of its loss beyond the band is caught with probability 1;
-* both sets of every decision replay found (:class:`depthprune.verify.replay.Decision`: the final
-  one and one per batch; the prior's cut compares singles, which the calibration re-scores anyway);
-* ``SAMPLE_SETS`` more sets of the trace, drawn with a generator seeded by the seed and the cell id,
-  from those that are not the condition's measuring sets (:func:`depthprune.verify.remeasure.held_out`, :mod:`depthprune.verify.bands`).
-
-Every loss must lie within the band of the recorded one (rule 4 of :mod:`depthprune.verify.bands`: relative
-to the recorded loss for ppl, in nats for margin; each set's z-score is kept, the cell's largest reported).
-A decision whose recorded gap is wider than the band (the wider of its two sets') must come out the same
-way here; one inside the band is a *numeric fork*: reported with both losses, never a failure. The
-measuring sets (dense, singles, the held-out sets) are scored only by ``--measure-bands``, which measures
-each model's bands on them before it checks that model's cells; without it the table is read and no prior
-is computed.
+Every loss must lie within its set's band (rule 5 of :mod:`depthprune.verify.bands`: scaled by the set's
+distance from the dense loss, measured on the other fold of measuring sets; each set's z-score is kept, the
+cell's largest reported). A decision whose recorded gap is wider than the band (the wider of its two sets')
+must come out the same way here; one inside the band is a *numeric fork*: reported with both losses, never a
+failure. ``--measure-bands`` measures each model's bands on its measuring sets (dense, singles, the held-out
+sets: :func:`held_out`) before it checks that model's cells; without it the table is read.
 
 The measuring sets are drawn from every cell of the condition in the results (``population``), not from
 the selected ones only, so a cell's checked sample is the same whatever else is selected.
@@ -32,45 +31,48 @@ import json
 import math
 import random
 from collections import defaultdict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from depthprune.jsonio import canonical
 from depthprune.result import Result
 from depthprune.verify import evaluation as ev
-from depthprune.verify.bands import Band, Difference, EvalRow, lookup, numeric_class, pair_key
+from depthprune.verify.bands import Band, Difference, EvalRow, fold, lookup, numeric_class, pair_key
+from depthprune.verify.losses import BandFor, compare_losses, run_losses, set_order
 from depthprune.verify.replay import FAILED as REPLAY_FAILED
-from depthprune.verify.replay import Decision, Replay, recorded_loss, recorded_trace, replay
-
-#: trace sets re-scored per cell beside its removed set and decisions (the rule in the module docstring)
-SAMPLE_SETS = 4
+from depthprune.verify.replay import Decision, Replay, replay
 
 
 @dataclass(frozen=True)
 class Sample:
-    """How much of a cell is re-measured: which decisions' sets, how many more trace sets, and the share of
-    changed items and windows the evaluation sample must catch with probability ``evaluation.CATCH``.
+    """How much of a cell is re-measured: which of its recorded sets, and the share of changed items and
+    windows the evaluation sample must catch with probability ``evaluation.CATCH``.
 
-    ``FULL`` is the rule of the module docstring (the issue's 1% of items). ``CI`` is the smaller rule the
-    suite's CI check of real cells runs on every CPU (``tests/real/test_verify_sample.py``): the cell's answer
-    only (its removed set and the final decision's rival, the set it was chosen against), and the windows that
-    catch a change to 20% of a dataset's windows. Its first version also sampled the items that catch a change
-    to 5% of them (58 of the real grid's 1,809); its first run, on AMX against AMX records, failed both gemma3
-    cells by 1 and 2 item flips of 58 where the item band allowed none: re-evaluating a sample batches the items
-    otherwise, and bf16 rounds near-tied options the other way in 0.3-0.8% of the items even on the records'
-    own kernels (``--measure-bands`` there: docs/verify.md). A zero allowance on 58 items cannot tell that from a
-    change, so CI samples no items (``item_change`` None); the full sample checks them."""
+    ``FULL`` (``depthprune verify``'s default) re-scores every set the run recorded, as the grid's check across
+    precisions compares them (module docstring), and catches a change to 1% of the items and windows. ``CI`` is
+    the smaller rule the suite's CI runs on every CPU (``tests/real/test_verify_sample.py``: the real CI slice's
+    cells), since re-scoring a gemma3 cell's every single costs minutes of a CPU without AMX: the cell's answer
+    (its removed set and the final decision's rival), the dense model, and the ``farthest`` sets whose recorded
+    losses lie farthest from the dense one, the sets whose rounding rule 5's bands stretch furthest
+    (:mod:`depthprune.verify.bands`; on the slice's gemma3 margin cell the single [1] that failed the grid's
+    check on an AMD EPYC, issue 59); each is compared as the full rule compares it, so on these sets CI decides
+    as the documented slice does. Its windows catch a change to 20% of a dataset's windows. Its first version
+    also sampled the items that catch a change to 5% of them (58 of the real grid's 1,809); its first run, on
+    AMX against AMX records, failed both gemma3 cells by 1 and 2 item flips of 58 where the item band allowed
+    none: re-evaluating a sample batches the items otherwise, and bf16 rounds near-tied options the other way
+    in 0.3-0.8% of the items even on the records' own kernels (``--measure-bands`` there: docs/verify.md). A
+    zero allowance on 58 items cannot tell that from a change, so CI samples no items (``item_change`` None);
+    the full sample checks them."""
 
     name: str
-    decisions: tuple[str, ...]  # the decision kinds whose two sets are re-scored ("final", "step")
-    extra_sets: int  # seeded trace sets beside them
+    farthest: int | None  # None: every recorded set; else the answer, the dense model and this many farthest
     item_change: float | None  # None: no item is re-evaluated
     window_change: float
 
 
-FULL = Sample("full", ("final", "step"), SAMPLE_SETS, 0.01, 0.01)
-CI = Sample("ci", ("final",), 0, None, 0.20)
+FULL = Sample("full", None, 0.01, 0.01)
+CI = Sample("ci", 2, None, 0.20)
 SAMPLES = {s.name: s for s in (FULL, CI)}
 VERIFIED = "verified"
 FAILED = "failed"
@@ -152,12 +154,12 @@ def condition_key(result: Result) -> tuple[str, str, str]:
     return result.identity.model, result.identity.objective, canonical(result["objective_params"])
 
 
-def _always_checked(result: Result, rep: Replay, kinds: Collection[str] = FULL.decisions) -> list[frozenset[int]]:
-    """A cell's sets that are always checked, in order: its removed set, then both sets of each decision of
-    ``kinds`` (the prior's cut compares singles, which are measuring sets, never checked ones)."""
+def _answers(result: Result, rep: Replay) -> list[frozenset[int]]:
+    """A cell's removed set, then both sets of each final or step decision: the sets the measuring sets were
+    never drawn from (:func:`held_out`; until rule 5 they were the sets a cell always checked)."""
     out = [frozenset(result["removed"])]
     for d in rep.decisions:
-        if d.kind in kinds:
+        if d.kind in ("final", "step"):
             out += [frozenset(d.chosen), frozenset(d.rival)]
     return list(dict.fromkeys(out))
 
@@ -167,7 +169,7 @@ def held_out(cells: Sequence[Result], replays: Sequence[Replay], seed: int) -> l
     ``HELD_OUT`` trace sets that are no cell's removed set and no decision's set, drawn with a seed."""
     from depthprune.verify.bands import HELD_OUT
 
-    protected = {s for r, rep in zip(cells, replays) for s in _always_checked(r, rep)}
+    protected = {s for r, rep in zip(cells, replays) for s in _answers(r, rep)}
     pool = sorted({frozenset(s) for r in cells for s, _ in r["trace"] if len(s) >= 2} - protected,
                   key=lambda s: (len(s), sorted(s)))
     condition = "|".join(map(str, condition_key(cells[0])))
@@ -179,54 +181,49 @@ def held_out(cells: Sequence[Result], replays: Sequence[Replay], seed: int) -> l
     return out
 
 
-def _sets_to_check(result: Result, rep: Replay, seed: int,
-                   exclude: Collection[frozenset[int]] = frozenset(), sample: Sample = FULL) -> list[frozenset[int]]:
-    """The rule of the module docstring, in order: removed set, decisions' sets, the seeded sample."""
-    out = _always_checked(result, rep, sample.decisions)
-    rest = sorted({s for s, _ in recorded_trace(result)} - set(out) - set(exclude),
-                  key=lambda s: (len(s), sorted(s)))
-    rng = random.Random(f"{seed}:{result['cell']}")
-    out += rng.sample(rest, min(sample.extra_sets, len(rest)))
-    return list(dict.fromkeys(out))
+def sets_to_check(result: Result, sample: Sample = FULL, rep: Replay | None = None) -> list[frozenset[int]]:
+    """The sets of ``result``'s run that ``sample`` re-scores, in :func:`depthprune.verify.losses.set_order`:
+    every set it recorded, or (:data:`CI`) its answer, the dense model and the ``farthest`` sets from it."""
+    losses = run_losses(result)
+    if sample.farthest is None:
+        return sorted(losses, key=set_order)
+    dense = losses[frozenset()]
+    finals = [d for d in (rep or replay(result)).decisions if d.kind == "final"]
+    chosen = {frozenset(), frozenset(result["removed"]), *(frozenset(s) for d in finals for s in (d.chosen, d.rival))}
+    by_distance = sorted((s for s in losses if s not in chosen and math.isfinite(losses[s])),
+                         key=lambda s: (-abs(losses[s] - dense), set_order(s)))
+    return sorted(chosen | set(by_distance[:sample.farthest]), key=set_order)
 
 
-def condition_requests(cells: Sequence[Result], seed: int = 0, sample: Sample = FULL) -> list[frozenset[int]]:
-    """The sets checked over ``cells``, every cell of one condition, in the cells' order (repeats kept), the
-    measuring sets drawn from them left out: what :func:`remeasure` scores for a condition whose population is
-    ``cells`` (``tools/verify_floor.py`` counts them, ``bench/test_bench_scoring.py`` times them)."""
-    replays = [replay(r) for r in cells]
-    held = set(held_out(cells, replays, seed))
-    return [s for r, rep in zip(cells, replays) for s in _sets_to_check(r, rep, seed, held, sample)]
+def condition_requests(cells: Sequence[Result], sample: Sample = FULL) -> list[frozenset[int]]:
+    """The sets checked over ``cells``, every cell of one condition, in the cells' order (repeats kept): what
+    :func:`remeasure` scores for them (``tools/verify_floor.py`` counts them, ``bench/test_bench_scoring.py``
+    times them)."""
+    return [s for r in cells for s in sets_to_check(r, sample)]
 
 
-def _recorded_losses(result: Result) -> dict[frozenset[int], float]:
-    losses = dict(recorded_trace(result))
-    for i, v in enumerate(result.get("prior") or []):
-        losses.setdefault(frozenset([i]), recorded_loss(v))
-    losses.setdefault(frozenset(result["removed"]), float(result["calibration_loss"]))
-    return losses
+def set_bands(table: Mapping[str, Any], recorded_class: str, here_class: str, result: Result) -> BandFor:
+    """The band of each set of ``result``'s condition, its recorded class against ``here_class``: rule 5's,
+    with the set, its recorded loss and the run's recorded dense loss (:func:`depthprune.verify.bands.lookup`)."""
+    objective, model = result.identity.objective, result.identity.model
+    dense = float(result["dense_calibration_loss"])
 
+    def band_for(s: frozenset[int], loss: float) -> Band | None:
+        return lookup(table, recorded_class, here_class, objective, model, loss, s, dense)
 
-#: the band of a set whose recorded loss is the argument (rule 3 of :mod:`depthprune.verify.bands`)
-BandFor = Callable[[float], "Band | None"]
-
-
-def _band(band_for: BandFor, loss: float) -> Band:
-    """A set's band once its cell has one (:func:`check_cell` returns NOT VERIFIED before asking otherwise)."""
-    band = band_for(loss)
-    if band is None:
-        raise AssertionError(f"no band for a loss of {loss} although the cell's own loss has one")
-    return band
+    return band_for
 
 
 def check_cell(result: Result, score: Callable[[list[frozenset[int]]], list[float]], band_for: BandFor,
-               here_class: str, seed: int = 0, exclude: Collection[frozenset[int]] = frozenset(),
-               rep: Replay | None = None, sample: Sample = FULL) -> CellCheck:
-    """Replay one cell, then re-score its sets with ``score`` and check each against ``band_for(its recorded loss)``."""
+               here_class: str, rep: Replay | None = None, sample: Sample = FULL) -> CellCheck:
+    """Replay one cell, then re-score the sets ``sample`` takes of its run (every set, by default) with ``score``
+    and check each against ``band_for(the set, its recorded loss)``
+    (:func:`depthprune.verify.losses.compare_losses`)."""
     rep = rep or replay(result)
+    removed = frozenset(result["removed"])
     check = CellCheck(str(result.identity.grid), result["cell"], result.identity.model, result.identity.objective,
                       numeric_class(result["environment"]), here_class, rep,
-                      band=band_for(float(result["calibration_loss"])))
+                      band=band_for(removed, float(result["calibration_loss"])))
     if rep.status == REPLAY_FAILED:
         check.status, check.disagreement = FAILED, f"replay: {rep.disagreement}"
         return check
@@ -235,30 +232,26 @@ def check_cell(result: Result, score: Callable[[list[frozenset[int]]], list[floa
         check.disagreement = (f"no band measured for {pair_key(check.recorded_class, here_class)} "
                               f"({check.objective}): re-measuring cannot tell rounding from a change")
         return check
-    recorded = _recorded_losses(result)
-    sets = _sets_to_check(result, rep, seed, exclude, sample)
+    recorded = run_losses(result)
+    sets = sets_to_check(result, sample, rep)
     here = dict(zip(sets, score(sets)))
-    check.sets_checked = len(sets)
-    for s in sets:
-        band = _band(band_for, recorded[s])
-        diff = abs(here[s] - recorded[s]) if math.isfinite(recorded[s]) else (0.0 if not math.isfinite(here[s]) else math.inf)
-        check.largest_difference = max(check.largest_difference, diff)
-        z = band.z(diff)
-        if z is not None:
-            check.largest_z = max(check.largest_z or 0.0, z)
-        if diff > band.nats and check.disagreement is None:
-            check.status = FAILED
-            check.disagreement = (f"set {sorted(s)}: recorded loss {recorded[s]:.6g}, here {here[s]:.6g}, "
-                                  f"|difference| {diff:.3g} > band {band.nats:.3g} nats, {diff / band.nats:.2f}x it"
-                                  + ("" if z is None else f", z {z:.1f}") + f" ({band.measured_for})")
+    seen = compare_losses(recorded, here, band_for)
+    check.sets_checked, check.largest_difference, check.largest_z = (seen.sets_compared, seen.largest_difference,
+                                                                     seen.largest_z)
+    if seen.failure is not None:
+        check.status, check.disagreement = FAILED, seen.failure
+    elif seen.no_band is not None:
+        check.status, check.disagreement = NOT_VERIFIED, f"{seen.no_band}: rounding cannot be told from a change"
     for d in rep.decisions:
-        if d.kind not in sample.decisions:
+        chosen, rival = frozenset(d.chosen), frozenset(d.rival)
+        bands = [band_for(chosen, d.chosen_loss), band_for(rival, d.rival_loss)]
+        if chosen not in here or rival not in here or None in bands:
             continue
-        a, b = here[frozenset(d.chosen)], here[frozenset(d.rival)]
-        width = max(_band(band_for, d.chosen_loss).nats, _band(band_for, d.rival_loss).nats)
+        a, b = here[chosen], here[rival]
+        width = max(band.nats for band in bands if band is not None)
         if d.gap <= width:
             check.forks.append(Fork(d, a, b, width))
-        elif (b - a) * (d.rival_loss - d.chosen_loss) < 0 and check.disagreement is None:
+        elif (b - a) * (d.rival_loss - d.chosen_loss) < 0 and check.status != FAILED:
             check.status = FAILED
             check.disagreement = (f"{d.kind} decision after evaluation {d.position}: recorded {list(d.chosen)} "
                                   f"{d.chosen_loss:.6g} against {list(d.rival)} {d.rival_loss:.6g} (gap {d.gap:.3g} > "
@@ -269,7 +262,7 @@ def check_cell(result: Result, score: Callable[[list[frozenset[int]]], list[floa
 def band_differences(results: Sequence[Result], measured: dict[frozenset[int], float],
                      here_class: str) -> list[Difference]:
     """Recorded and here's loss of a condition's measuring sets (``measured``: set -> loss here; the empty set
-    is the dense model), per recorded class, with each set's size."""
+    is the dense model), per recorded class, with each set and the recorded dense loss."""
     out = []
     seen: set[str] = set()
     for r in results:
@@ -278,31 +271,30 @@ def band_differences(results: Sequence[Result], measured: dict[frozenset[int], f
             continue
         seen.add(recorded_class)
         pair, objective, model = pair_key(recorded_class, here_class), r.identity.objective, r.identity.model
-        recorded: dict[frozenset[int], float] = {frozenset(): float(r["dense_calibration_loss"])}
+        dense = float(r["dense_calibration_loss"])
+        recorded: dict[frozenset[int], float] = {}
         for rr in results:
             if numeric_class(rr["environment"]) == recorded_class:
-                recorded.update(_recorded_losses(rr))
+                recorded.update(run_losses(rr))
         for s, loss in measured.items():
             if s in recorded and math.isfinite(recorded[s]) and math.isfinite(loss):
-                out.append((pair, objective, model, len(s), recorded[s], loss))
+                out.append((pair, objective, model, tuple(sorted(s)), recorded[s], loss, dense))
     return out
 
 
 def second_check(opinion: Any, result: Result, key: tuple[str, str, str], table: dict[str, Any], seed: int,
-                 held: Collection[frozenset[int]], sample: Sample, evaluate: bool) -> CellCheck:
+                 sample: Sample, evaluate: bool) -> CellCheck:
     """``result`` checked again, whole, in ``opinion``'s precision (:mod:`depthprune.verify.second`), against the
     bands of its recorded class against that one."""
     recorded_class, model = numeric_class(result["environment"]), result.identity.model
     scorer = opinion.scorer(key)  # opens the second session: its class is known after it
 
-    def band_for(loss: float) -> Band | None:
-        return lookup(table, recorded_class, opinion.here_class, key[1], model, loss)
-
     def score(sets: list[frozenset[int]]) -> list[float]:  # in prefix order, as the first opinion's
         scorer.prefetch(sets)
         return scorer.many(sets)
 
-    check = check_cell(result, score, band_for, opinion.here_class, seed, held, None, sample)
+    check = check_cell(result, score, set_bands(table, recorded_class, opinion.here_class, result),
+                       opinion.here_class, sample=sample)
     if evaluate and check.replay.status != REPLAY_FAILED:
         items, windows = ev.sample(result, seed, sample.item_change, sample.window_change)
         measured = ev.measure_here(opinion.session, result, items, windows)
@@ -311,20 +303,21 @@ def second_check(opinion: Any, result: Result, key: tuple[str, str, str], table:
     return check
 
 
-#: how many checks each band faces over the archive (rule 4): sets per (pair, objective, model), and per
-#: (pair, model) the evaluations and each dataset's windows
-Checks = tuple[dict[tuple[str, str, str], int], dict[tuple[str, str], dict[str, Any]]]
+#: how many checks each band faces over the archive (rule 5): sets per (pair, objective, model, fold of the
+#: checked sets), and per (pair, model) the evaluations and each dataset's windows
+Checks = tuple[dict[tuple[str, str, str, int], int], dict[tuple[str, str], dict[str, Any]]]
 
 
-def count_checks(population: Sequence[Result], replays: Sequence[Replay], held: Collection[frozenset[int]],
-                 here_class: str, model_weights: str, seed: int, evaluate: bool, checks: Checks) -> None:
-    """Add one condition's full-sample checks (every cell of ``population``, whatever the selection) to
-    ``checks``: rule 4 sizes each band for them (:mod:`depthprune.verify.bands`)."""
+def count_checks(population: Sequence[Result], here_class: str, model_weights: str, seed: int, evaluate: bool,
+                 checks: Checks) -> None:
+    """Add one condition's checks (every cell of ``population``, whatever the selection) to ``checks``: rule 5
+    sizes each band for them (:mod:`depthprune.verify.bands`)."""
     sets, evaluations = checks
-    for r, rep in zip(population, replays):
+    for r in population:
         pair = pair_key(numeric_class(r["environment"]), here_class)
-        key = (pair, r.identity.objective, r.identity.model)
-        sets[key] = sets.get(key, 0) + len(_sets_to_check(r, rep, seed, held, FULL))
+        for s in sets_to_check(r):
+            key = (pair, r.identity.objective, r.identity.model, fold(r.identity.model, s))
+            sets[key] = sets.get(key, 0) + 1
         if evaluate and r.get("evaluated") and (r.get("item_outcomes") or r.get("window_nll")) \
                 and r.identity.weights == model_weights:
             row = evaluations.setdefault((pair, r.identity.model), {"evaluations": 0, "windows": {}})
@@ -379,21 +372,17 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
             prepared = {}
             model_differences: list[Difference] = []
             checks_faced: Checks = ({}, {})
-            # rule 4 counts the checks of every condition of the model in the population, selected or not
+            # rule 5 counts the checks of every condition of the model in the population, selected or not
             unselected = sorted(k for k in everyone if k[0] == model and k not in conditions)
             for key in unselected if measure_bands is not None else []:
-                pool = list(everyone[key].values())
-                pool_reps = [replay(r) for r in pool]
-                count_checks(pool, pool_reps, set(held_out(pool, pool_reps, seed)), here_class, session.weights, seed,
-                             evaluate, checks_faced)
+                count_checks(list(everyone[key].values()), here_class, session.weights, seed, evaluate, checks_faced)
             for key, cells in sorted(conditions.items()):
                 pool = list(everyone[key].values())
                 pool_replays = {(r.identity.grid, r["cell"]): replay(r) for r in pool}  # each cell replayed once
                 replays = [pool_replays[r.identity.grid, r["cell"]] for r in cells]
                 held = held_out(pool, list(pool_replays.values()), seed)
                 if measure_bands is not None:  # the measuring sets: dense, singles (the prior), held-out
-                    count_checks(pool, list(pool_replays.values()), set(held), here_class, session.weights, seed,
-                                 evaluate, checks_faced)
+                    count_checks(pool, here_class, session.weights, seed, evaluate, checks_faced)
                     calib = session.calibrate(key[1], **json.loads(key[2]))
                     scorer = calib.scorer.fork(known={frozenset([i]): p for i, p in enumerate(calib.prior)})
                     measured = {frozenset(): calib.dense_loss, **{frozenset([i]): p for i, p in enumerate(calib.prior)}}
@@ -404,10 +393,10 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
                     if recorded_here:
                         model_differences += band_differences(recorded_here, measured, here_class)
                 checked = {s for r, rep in zip(cells, replays) if r.identity.weights == session.weights
-                           for s in _sets_to_check(r, rep, seed, set(held), sample)}
+                           for s in sets_to_check(r, sample, rep)}
                 if measure_bands is None:  # no prior, no measuring set: a dense pass only where it pays
                     scorer = check_scorer(session, key, checked)
-                prepared[key] = (scorer, replays, set(held), checked)
+                prepared[key] = (scorer, replays, checked)
             differences += model_differences
             evaluated: dict[tuple[str, str], ev.Measured] = {}
 
@@ -431,26 +420,26 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
                         continue
                     seen.add((pair, str(sorted(r["removed"]))))
                     seen_here = ev.compare(r, measured_for(r))
-                    eval_rows.append((pair, model, ev.fold(model, r["removed"]), seen_here.disagreements,
+                    eval_rows.append((pair, model, fold(model, r["removed"]), seen_here.disagreements,
                                       seen_here.items, seen_here.relative))
                 table = measure_bands(model_differences, eval_rows, checks_faced)
             for key, cells in sorted(conditions.items()):
-                scorer, replays, held, checked = prepared[key]
+                scorer, replays, checked = prepared[key]
                 scorer.prefetch(checked, f"{model} {key[1]}: sets" if progress else None)  # in prefix order
                 for r, rep in zip(cells, replays):
                     recorded_class = numeric_class(r["environment"])
 
-                    def band_for(loss: float, rc: str = recorded_class, objective: str = key[1]) -> Band | None:
-                        return lookup(table, rc, here_class, objective, model, loss)
+                    band_for = set_bands(table, recorded_class, here_class, r)
 
                     if r.identity.weights != session.weights:
                         check = CellCheck(str(r.identity.grid), r["cell"], model, key[1], recorded_class, here_class,
                                           rep,
-                                          status=NOT_VERIFIED, band=band_for(float(r["calibration_loss"])))
+                                          status=NOT_VERIFIED,
+                                          band=band_for(frozenset(r["removed"]), float(r["calibration_loss"])))
                         check.disagreement = (f"recorded on weights {r.identity.weights}; this machine's "
                                               f"{model} is {session.weights}")
                     else:
-                        check = check_cell(r, scorer.many, band_for, here_class, seed, held, rep, sample)
+                        check = check_cell(r, scorer.many, band_for, here_class, rep, sample)
                         if evaluable(r) and check.replay.status != REPLAY_FAILED:
                             check.add_evaluation(ev.check_evaluation(
                                 r, measured_for(r), ev.lookup(table, recorded_class, here_class, model, r["removed"])))
@@ -458,7 +447,7 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
                     if second_opinion and check.status == FAILED and check.replay.status != REPLAY_FAILED \
                             and want is not None and want != precision({"dtype": session.dtype}):
                         opinion = seconds.setdefault(want, SecondOpinion(model, want))
-                        check.second = second_check(opinion, r, key, table, seed, held, sample, evaluable(r))
+                        check.second = second_check(opinion, r, key, table, seed, sample, evaluable(r))
                         if check.second.status == VERIFIED:
                             check.status = BY_PRECISION
                     check.elapsed = time.perf_counter() - start
