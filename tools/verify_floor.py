@@ -2,7 +2,7 @@
 (issue 35, item 6: the whole real archive in <= 45 min on 2 cores; docs/verify.md, "What the time is").
 
 Per condition (model, objective and its parameters), counted with no model: the sets verify checks (its full
-sample rule, seed 0, without the measuring sets), the blocks their prefix-tree walk runs
+rule: every set the cells' runs recorded), the blocks their prefix-tree walk runs
 (:meth:`depthprune.scoring.Scorer.prefetch`: each block of the tree once, from the dense states) and one
 output head per set. Then, on this machine, the condition's scorer times a head alone (the set {L-1},
 resumed from the dense state entering its block) and L-1 blocks plus a head (the set {0}), best of

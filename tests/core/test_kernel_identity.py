@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from depthprune import kernel_identity
@@ -24,19 +25,21 @@ _PROBE = """
 import hashlib, json, sys, torch
 from transformers import LlamaConfig, LlamaForCausalLM
 from depthprune.kernel_identity import fingerprint
-torch.set_num_threads(int(sys.argv[1]))
 torch.manual_seed(0)
 model = LlamaForCausalLM(LlamaConfig(hidden_size=160, intermediate_size=512, num_hidden_layers=2,
                                      num_attention_heads=4, num_key_value_heads=2, vocab_size=512)).eval()
 ids = torch.randint(0, 512, (2, 48), generator=torch.Generator().manual_seed(1))
-out = {"fingerprint": fingerprint()}
-for dtype in ("float32", "bfloat16"):
-    try:
-        with torch.no_grad():
-            logits = model.to(getattr(torch, dtype))(ids).logits.float()
-        out[dtype] = hashlib.sha256(logits.numpy().tobytes()).hexdigest()[:16]
-    except Exception as err:  # a hybrid of caps no CPU is may raise: that is other bits too
-        out[dtype] = f"error: {type(err).__name__}"
+out = {}
+for threads in (1, 2):  # the suite's thread counts: 1 per grid worker, 2 for one process
+    torch.set_num_threads(threads)
+    out[threads] = {"fingerprint": fingerprint()}
+    for dtype in ("float32", "bfloat16"):
+        try:
+            with torch.no_grad():
+                logits = model.to(getattr(torch, dtype))(ids).logits.float()
+            out[threads][dtype] = hashlib.sha256(logits.numpy().tobytes()).hexdigest()[:16]
+        except Exception as err:  # a hybrid of caps no CPU is may raise: that is other bits too
+            out[threads][dtype] = f"error: {type(err).__name__}"
 print(json.dumps(out))
 """
 
@@ -47,29 +50,33 @@ CAPS = {"uncapped": {}, "MKL AVX2": {"MKL_ENABLE_INSTRUCTIONS": "AVX2"},
         "ATen avx2": {"ATEN_CPU_CAPABILITY": "avx2"}}
 
 
-def _run(cap: dict[str, str], threads: int) -> dict:
+def _run(cap: dict[str, str]) -> dict:
     from depthprune.precision import CAP_VARIABLES
 
     env = {k: v for k, v in os.environ.items() if k not in CAP_VARIABLES}
-    out = subprocess.run([sys.executable, "-c", _PROBE, str(threads)], env={**env, **cap}, capture_output=True,
-                         text=True, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    out = subprocess.run([sys.executable, "-c", _PROBE], env={**env, **cap}, capture_output=True, text=True,
+                         check=True).stdout
+    return {int(t): run for t, run in json.loads(out.strip().splitlines()[-1]).items()}
 
 
-def test_a_cap_that_changes_a_forwards_bits_changes_the_fingerprint_and_a_rerun_changes_nothing():
-    runs = {name: _run(cap, 1) for name, cap in CAPS.items()}
-    again = _run({}, 1)
-    assert again == runs["uncapped"], "the same machine, caps and threads gave another fingerprint or forward"
-    base = runs["uncapped"]
-    for name, run in runs.items():
-        for dtype in ("float32", "bfloat16"):
-            if run[dtype] != base[dtype]:
-                assert run["fingerprint"][dtype] != base["fingerprint"][dtype], (
-                    f"{name} changed a {dtype} forward's bits but not the {dtype} fingerprint: "
-                    f"{run['fingerprint']['products']} vs {base['fingerprint']['products']}")
+@pytest.fixture(scope="module")
+def runs() -> dict[str, dict]:
+    """Each cap's process: the fingerprint and a forward's bits at 1 and 2 threads (one process per cap)."""
+    return {name: _run(cap) for name, cap in CAPS.items()}
 
 
-def test_the_fingerprint_is_the_same_in_another_process_at_each_thread_count():
+def test_a_cap_that_changes_a_forwards_bits_changes_the_fingerprint(runs):
+    for threads in (1, 2):
+        base = runs["uncapped"][threads]
+        for name, run in runs.items():
+            for dtype in ("float32", "bfloat16"):
+                if run[threads][dtype] != base[dtype]:
+                    assert run[threads]["fingerprint"][dtype] != base["fingerprint"][dtype], (
+                        f"{name} at {threads} threads changed a {dtype} forward's bits but not the {dtype} "
+                        f"fingerprint: {run[threads]['fingerprint']['products']} vs {base['fingerprint']['products']}")
+
+
+def test_the_fingerprint_is_the_same_in_another_process_at_each_thread_count(runs):
     """Equal across processes at the suite's thread counts (1 per grid worker, 2 for a single process); the
     thread count is part of it, so a record made at 1 thread never counts as one made at 2."""
     from depthprune.precision import cap_prefix
@@ -79,9 +86,10 @@ def test_the_fingerprint_is_the_same_in_another_process_at_each_thread_count():
         for threads in (1, 2):
             torch.set_num_threads(threads)
             here = fingerprint()
-            if cap_prefix() == "":  # the subprocess runs uncapped: compare only where this process is too
-                assert _run({}, threads)["fingerprint"] == here
+            if cap_prefix() == "":  # the other process ran uncapped: compare only where this one is too
+                assert runs["uncapped"][threads]["fingerprint"] == here
             assert here["threads"] == threads and fingerprint() == here
+        assert runs["uncapped"][1]["fingerprint"]["float32"] != runs["uncapped"][2]["fingerprint"]["float32"]
     finally:
         torch.set_num_threads(before)
 
