@@ -31,6 +31,7 @@ from depthprune.grid.reference import (
 from depthprune.grid.runner import CellSkipped, cell_device
 from depthprune.kernel_identity import same_kernels
 from depthprune.precision import auto_dtype, resolve_dtype
+from depthprune.verify.findings import explaining
 from depthprune.verify.replay import REPLAYED, replay
 
 
@@ -132,6 +133,9 @@ def test_cell(grid_cell, grid_runner, request):
                  f"{check.sets_compared} shared sets within their bands", *check.notes]
         for note in notes:
             request.node.user_properties.append(("note", note))
+        finding = explaining(cell.id, check.recorded_class, check.failed_sets)
+        if finding is not None:  # the rule's reported failure, and nothing else (depthprune.verify.findings)
+            pytest.xfail(f"{cell.id} fails rule {finding.rule} on {list(finding.sets)} as found: {finding.what}")
         assert not check.problems, format_failure(cell.id, check.problems, notes)
         return
     if reference is None:

@@ -98,6 +98,7 @@ KINDS: dict[str, str] = {
     "tests/speed/test_speed.py": "integration",
     "tests/tiny/test_tiny_family.py": "integration",
     "tests/verify/test_evaluation.py": "integration",
+    "tests/verify/test_findings.py": "unit",
     "tests/verify/test_remeasure.py": "integration",
     "tests/verify/test_replay.py": "integration",
     "tests/verify/test_second_opinion.py": "integration",

@@ -99,6 +99,7 @@ class ForkCheck:
     fork: Fork | None = None
     sets_compared: int = 0
     not_checkable: str | None = None  # why the check cannot decide (then the cell skips, saying so)
+    failed_sets: list[frozenset[int]] = field(default_factory=list)  # every shared set outside its band
 
 
 def _parting(here: Sequence[Decision], ref: Sequence[Decision]) -> tuple[Decision, Decision] | None:
@@ -142,7 +143,7 @@ def check_across(result: Result, reference_run: Result, table: Mapping[str, Any]
         return check
     mine, theirs = run_losses(result), run_losses(reference_run)
     seen = compare_losses(theirs, mine, band)
-    check.sets_compared = seen.sets_compared
+    check.sets_compared, check.failed_sets = seen.sets_compared, seen.failed
     if seen.failure is not None:
         check.problems.append(seen.failure.replace("recorded loss", "reference loss", 1))
         return check

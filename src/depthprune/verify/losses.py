@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from depthprune.result import Result
 from depthprune.verify.bands import Band
@@ -41,14 +41,16 @@ def set_order(s: frozenset[int]) -> tuple[int, list[int]]:
 
 @dataclass
 class LossCheck:
-    """The shared sets' losses against their bands: ``failure`` (the first set outside its band) or
-    ``no_band`` (a set with none: rounding cannot be told from a change there) where it does not pass."""
+    """The shared sets' losses against their bands: ``failure`` (the first set outside its band; ``failed``
+    lists them all) or ``no_band`` (a set with none: rounding cannot be told from a change there) where it
+    does not pass."""
 
     sets_compared: int = 0
     largest_difference: float = 0.0
     largest_z: float | None = None  # the largest |difference| / s_up (rules 4 and 5)
     failure: str | None = None
     no_band: str | None = None
+    failed: list[frozenset[int]] = field(default_factory=list)
 
 
 def compare_losses(recorded: Mapping[frozenset[int], float], here: Mapping[frozenset[int], float],
@@ -60,8 +62,9 @@ def compare_losses(recorded: Mapping[frozenset[int], float], here: Mapping[froze
         was, now = recorded[s], here[s]
         check.sets_compared += 1
         if not math.isfinite(was):
-            if math.isfinite(now) and check.failure is None:
-                check.failure = f"set {sorted(s)}: recorded loss {was}, here {now:.6g}"
+            if math.isfinite(now):
+                check.failed.append(s)
+                check.failure = check.failure or f"set {sorted(s)}: recorded loss {was}, here {now:.6g}"
             continue
         band = band_for(s, was)
         if band is None:
@@ -72,6 +75,8 @@ def compare_losses(recorded: Mapping[frozenset[int], float], here: Mapping[froze
         z = band.z(diff)
         if z is not None:
             check.largest_z = max(check.largest_z or 0.0, z)
+        if not diff <= band.nats:
+            check.failed.append(s)
         if not diff <= band.nats and check.failure is None:
             check.failure = (f"set {sorted(s)}: recorded loss {was:.6g}, here {now:.6g}, |difference| {diff:.3g} > "
                              f"band {band.nats:.3g} nats, {diff / band.nats:.2f}x it"

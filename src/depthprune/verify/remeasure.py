@@ -118,6 +118,8 @@ class CellCheck:
     forks: list[Fork] = field(default_factory=list)
     disagreement: str | None = None  # the first, where FAILED; the reason, where NOT VERIFIED
     evaluation: ev.EvalCheck | None = None  # the removed set's items and windows (None: not re-evaluated)
+    failed_sets: list[frozenset[int]] = field(default_factory=list)  # every set outside its band
+    turned: int = 0  # decisions outside their band that came out the other way here
     elapsed: float = 0.0  # seconds since the verification began, when this cell's check was done
     second: CellCheck | None = None  # the second opinion in the recorded precision, where this check failed
 
@@ -238,6 +240,7 @@ def check_cell(result: Result, score: Callable[[list[frozenset[int]]], list[floa
     seen = compare_losses(recorded, here, band_for)
     check.sets_checked, check.largest_difference, check.largest_z = (seen.sets_compared, seen.largest_difference,
                                                                      seen.largest_z)
+    check.failed_sets = seen.failed
     if seen.failure is not None:
         check.status, check.disagreement = FAILED, seen.failure
     elif seen.no_band is not None:
@@ -251,7 +254,11 @@ def check_cell(result: Result, score: Callable[[list[frozenset[int]]], list[floa
         width = max(band.nats for band in bands if band is not None)
         if d.gap <= width:
             check.forks.append(Fork(d, a, b, width))
-        elif (b - a) * (d.rival_loss - d.chosen_loss) < 0 and check.status != FAILED:
+            continue
+        if (b - a) * (d.rival_loss - d.chosen_loss) >= 0:
+            continue
+        check.turned += 1
+        if check.status != FAILED:
             check.status = FAILED
             check.disagreement = (f"{d.kind} decision after evaluation {d.position}: recorded {list(d.chosen)} "
                                   f"{d.chosen_loss:.6g} against {list(d.rival)} {d.rival_loss:.6g} (gap {d.gap:.3g} > "
