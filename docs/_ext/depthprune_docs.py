@@ -341,6 +341,24 @@ def _napoleon_for_definitions(app, what, name, obj, options, lines: list[str]) -
         napoleon._process_docstring(app, what, name, obj, options, lines)
 
 
+#: the generated API pages' folder (conf.py's autoapi_root)
+API_ROOT = "api/"
+
+
+def _api_pages_out_of_the_sidebar(app, env) -> None:
+    """The sidebar lists the API's index page, not the ~170 module pages under it: furo renders the whole
+    site's navigation into every page, and with every module in it that took 44% of the docs build
+    (py-spy, 2026-12-06: ~47 of 107 s of one core, beside CI's tests). The index page still lists every
+    module, and each module page links its members; only the sidebar's tree stops at the API's index.
+    Run after the consistency check (``env-check-consistency``), which still sees every page in a toctree."""
+    from sphinx import addnodes
+
+    for docname, toc in env.tocs.items():
+        if docname.startswith(API_ROOT):
+            for node in list(toc.findall(addnodes.toctree)):
+                node.parent.remove(node)
+
+
 def setup(app) -> dict[str, Any]:
     from sphinx.ext import napoleon
 
@@ -355,4 +373,5 @@ def setup(app) -> dict[str, Any]:
     app.connect("autodoc-process-docstring", _fix_report_docstrings)
     app.connect("build-finished", _check_report_fixes)
     app.connect("autoapi-skip-member", _skip_member)
+    app.connect("env-check-consistency", _api_pages_out_of_the_sidebar)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

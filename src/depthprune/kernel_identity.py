@@ -7,7 +7,7 @@ cap can change one library's bits and leave another's alone. So a run's kernel r
 (the tiny family's, smollm2's and gemma3's block products, an output-head chunk, attention, the norm,
 the MLP's activation, the loss's reductions), and its output's bytes hashed. Two records with equal
 fingerprints ran the same kernels; unequal ones ran others, whatever their banners say
-(:func:`depthprune.precision.same_kernels`).
+(:func:`same_kernels`).
 
 A float32 run's fingerprint covers the float32 products only; a bf16 run's covers every product, since a
 bf16 run also runs float32 steps (the head's accumulation, cbo's gates, the losses). Thread counts split

@@ -20,8 +20,8 @@ a maximum over three sets):
   flips items.
 * **Windows.** Each sampled window's mean NLL (nats per token) lies within its band of the recorded one
   (the dataset's relative window band times the recorded NLL), or the cell fails.
-* **Bands, cross-fitted.** Every removed set falls in one of two folds (:func:`fold`: a hash of the
-  model and the set; no seed, no selection). ``--measure-bands`` evaluates every removed set of the
+* **Bands, cross-fitted.** Every removed set falls in one of two folds
+  (:func:`depthprune.verify.bands.fold`: a hash of the model and the set; no seed, no selection). ``--measure-bands`` evaluates every removed set of the
   model's selected cells and measures, per pair of numeric classes, model and fold, the item band
   ``FACTOR`` times the largest disagreement rate among the fold's sets, and per dataset the relative
   window band ``FACTOR`` times the largest ``|recorded - here| / recorded`` among the fold's windows. A cell is checked against

@@ -41,9 +41,10 @@ def set_order(s: frozenset[int]) -> tuple[int, list[int]]:
 
 @dataclass
 class LossCheck:
-    """The shared sets' losses against their bands: ``failure`` (the first set outside its band; ``failed``
-    lists them all) or ``no_band`` (a set with none: rounding cannot be told from a change there) where it
-    does not pass."""
+    """The shared sets' losses against their bands.
+
+    Where it does not pass: ``failure`` says the first set outside its band (``failed`` lists them all), or
+    ``no_band`` a set with none (rounding cannot be told from a change there)."""
 
     sets_compared: int = 0
     largest_difference: float = 0.0
@@ -55,8 +56,10 @@ class LossCheck:
 
 def compare_losses(recorded: Mapping[frozenset[int], float], here: Mapping[frozenset[int], float],
                    band_for: BandFor) -> LossCheck:
-    """Every set of both ``recorded`` and ``here``, in :func:`set_order`, against ``band_for(set, recorded
-    loss)``. A loss that is not finite agrees only with one that is not finite either."""
+    """Every set of both ``recorded`` and ``here``, in :func:`set_order`, against its band.
+
+    The band is ``band_for(the set, its recorded loss)``; a loss that is not finite agrees only with one
+    that is not finite either."""
     check = LossCheck()
     for s in sorted(set(recorded) & set(here), key=set_order):
         was, now = recorded[s], here[s]
