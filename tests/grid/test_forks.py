@@ -170,3 +170,33 @@ def test_the_grid_check_and_verify_give_a_cell_one_verdict_on_its_losses(greedy,
     assert bool(grid.problems) == (verify.status == FAILED) == failed
     if failed:
         assert grid.problems[0].startswith("set [2]:") and verify.disagreement.startswith("set [2]:")
+
+
+def test_a_second_opinion_settles_a_sets_failure_and_a_finding_is_what_is_left_alone():
+    """depthprune.grid.forks.settle: the grid's check reads a second opinion as depthprune verify does."""
+    from depthprune.grid.forks import ForkCheck, settle
+    from depthprune.verify.findings import FINDINGS
+    from depthprune.verify.remeasure import FAILED, VERIFIED, CellCheck
+
+    f = FINDINGS[0]
+
+    def failed(*extra: str) -> ForkCheck:
+        c = ForkCheck(f.recorded, "fp32/cpu-avx512", failed_sets=[frozenset(s) for s in f.sets],
+                      sets_problem="set [1]: ...")
+        c.problems = [c.sets_problem, *extra]
+        return c
+
+    def second(status: str, sets: tuple = f.sets) -> CellCheck:
+        s = CellCheck("real", f.cell, "gemma3-270m", "margin", f.recorded, "bf16/avx512-bf16", None, status=status)
+        s.failed_sets = [frozenset(x) for x in sets]
+        return s
+
+    settled = failed()
+    assert settle(settled, f.cell, second(VERIFIED, ())) is None and settled.problems == []
+    assert any("in the recorded one: VERIFIED" in n for n in settled.notes)
+    assert settle(failed(), f.cell, None) is f  # no second opinion here: the finding alone
+    assert settle(failed(), f.cell, second(FAILED)) is f  # failed on the same sets in both
+    assert settle(failed(), f.cell, second(FAILED, ((1,), (4,)))) is None  # another set in the second
+    assert settle(failed("same removed set; ... items disagree"), f.cell, None) is None  # something else failed
+    other = failed()
+    assert settle(other, "smollm2-135m-ppl-oneshot-M7", None) is None and other.problems

@@ -25,24 +25,13 @@ import pytest
 
 from depthprune.grid.cases import load_grid
 from depthprune.result import Result
-from depthprune.verify import evaluation as ev
 from depthprune.verify.bands import load_table
-from depthprune.verify.findings import Finding, explaining
-from depthprune.verify.remeasure import CI, FAILED, NOT_VERIFIED, CellCheck, remeasure, sets_to_check
+from depthprune.verify.findings import finding_of
+from depthprune.verify.remeasure import CI, FAILED, NOT_VERIFIED, remeasure, sets_to_check
 from depthprune.verify.run import SelectionError, check_weights, remeasure_lines, select_cells
 
 ROOT = Path(__file__).resolve().parents[2]
 ARCHIVE = ROOT / "archive"
-
-
-def finding_of(check: CellCheck) -> Finding | None:
-    """The finding a failed cell's check is (depthprune.verify.findings): its sets, and no evaluation failure,
-    no decision turned, in either opinion."""
-    opinions = [check] + ([check.second] if check.second else [])
-    if any(c.turned or (c.evaluation is not None and c.evaluation.status == ev.FAILED) for c in opinions):
-        return None
-    found = [explaining(c.cell, c.recorded_class, c.failed_sets) for c in opinions if c.status == FAILED]
-    return found[0] if found and None not in found else None
 
 
 def slice_cells() -> list[Result]:

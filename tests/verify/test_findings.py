@@ -19,3 +19,24 @@ def test_every_finding_names_its_rule_and_what_was_measured():
     for f in FINDINGS:
         assert f.rule >= 5 and f.sets and all(list(s) == sorted(s) for s in f.sets)
         assert "measured" in f.what and "docs/verify.md" in f.what
+
+
+def _check(status: str, failed: list, turned: int = 0, second=None):
+    from depthprune.verify.remeasure import CellCheck
+
+    f = FINDINGS[0]
+    c = CellCheck("real", f.cell, "gemma3-270m", "margin", f.recorded, "fp32/cpu-avx512", replay=None, status=status)
+    c.failed_sets, c.turned, c.second = [frozenset(s) for s in failed], turned, second
+    return c
+
+
+def test_a_verify_check_is_the_finding_only_when_both_opinions_fail_on_its_sets_alone():
+    from depthprune.verify.findings import finding_of
+    from depthprune.verify.remeasure import FAILED, VERIFIED
+
+    assert finding_of(_check(FAILED, [(1,)])) is FINDINGS[0]
+    assert finding_of(_check(FAILED, [(1,)], second=_check(FAILED, [(1,)]))) is FINDINGS[0]
+    assert finding_of(_check(FAILED, [(1,)], second=_check(FAILED, [(1,), (3,)]))) is None
+    assert finding_of(_check(FAILED, [(1,)], turned=1)) is None  # a decision turned beyond its band: a failure
+    assert finding_of(_check(FAILED, [(1,), (2,)])) is None
+    assert finding_of(_check(VERIFIED, [])) is None

@@ -37,8 +37,9 @@ from depthprune.grid.reference import dtype_name
 from depthprune.result import Result
 from depthprune.verify import evaluation as ev
 from depthprune.verify.bands import numeric_class
+from depthprune.verify.findings import Finding, explaining
 from depthprune.verify.losses import compare_losses, run_losses
-from depthprune.verify.remeasure import set_bands
+from depthprune.verify.remeasure import FAILED, VERIFIED, CellCheck, set_bands
 from depthprune.verify.replay import PARTIAL, REPLAYED, Decision, recorded_trace, replay
 
 #: ``off`` keeps a cell whose only references are of another precision skipping instead of checking it here
@@ -100,6 +101,31 @@ class ForkCheck:
     sets_compared: int = 0
     not_checkable: str | None = None  # why the check cannot decide (then the cell skips, saying so)
     failed_sets: list[frozenset[int]] = field(default_factory=list)  # every shared set outside its band
+    sets_problem: str | None = None  # the first of them, as it stands in ``problems``
+
+    def settled_in_recorded_precision(self, second: str) -> None:
+        """The shared sets' failure was settled by a second opinion in the recorded precision (``second``
+        says how): it leaves the problems, and a note says what the first check found."""
+        if self.sets_problem in self.problems:
+            self.problems.remove(self.sets_problem)
+            self.notes.append(f"in this machine's precision: {self.sets_problem}; in the recorded one: {second}")
+
+
+def settle(check: ForkCheck, cell: str, second: CellCheck | None) -> Finding | None:
+    """Fold a second opinion of the reference's run in its recorded precision (``second``:
+    :func:`depthprune.verify.remeasure.second_opinion`, asked where shared sets failed) into ``check``, as
+    ``depthprune verify`` folds one into a cell's check: verified, it settles the sets' failure (a difference of
+    precision alone); failed too, the failure stands. Returns the finding (:mod:`depthprune.verify.findings`)
+    that is then all that is left of the check's problems, in both opinions, or None."""
+    if second is not None and second.status == VERIFIED:
+        check.settled_in_recorded_precision(f"{second.label} on {second.here_class}")
+    if not check.problems or check.problems != [check.sets_problem]:
+        return None
+    finding = explaining(cell, check.recorded_class, check.failed_sets)
+    if second is not None and second.status == FAILED and (
+            second.turned or explaining(cell, second.recorded_class, second.failed_sets) is not finding):
+        return None
+    return finding
 
 
 def _parting(here: Sequence[Decision], ref: Sequence[Decision]) -> tuple[Decision, Decision] | None:
@@ -144,9 +170,9 @@ def check_across(result: Result, reference_run: Result, table: Mapping[str, Any]
     mine, theirs = run_losses(result), run_losses(reference_run)
     seen = compare_losses(theirs, mine, band)
     check.sets_compared, check.failed_sets = seen.sets_compared, seen.failed
-    if seen.failure is not None:
-        check.problems.append(seen.failure.replace("recorded loss", "reference loss", 1))
-        return check
+    if seen.failure is not None:  # the rest is still checked: a second opinion may settle the sets, not the rest
+        check.sets_problem = seen.failure.replace("recorded loss", "reference loss", 1)
+        check.problems.append(check.sets_problem)
     if seen.no_band is not None:
         check.not_checkable = f"{seen.no_band}: rounding cannot be told from a change"
         return check

@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from depthprune.verify import evaluation as ev
+from depthprune.verify.remeasure import FAILED, CellCheck
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -50,3 +53,14 @@ FINDINGS: tuple[Finding, ...] = (
 def explaining(cell: str, recorded: str, failed: Collection[frozenset[int]]) -> Finding | None:
     """The finding that explains a check's failure on ``failed`` alone, or None."""
     return next((f for f in FINDINGS if f.explains(cell, recorded, failed)), None)
+
+
+def finding_of(check: CellCheck) -> Finding | None:
+    """The finding a FAILED ``depthprune verify`` check of a cell is, in both its opinions (the second
+    opinion in the recorded precision, where one ran): only the finding's sets outside their bands, no
+    decision turned, no evaluation outside its band; None otherwise."""
+    opinions = [check] + ([check.second] if check.second else [])
+    if any(c.turned or (c.evaluation is not None and c.evaluation.status == ev.FAILED) for c in opinions):
+        return None
+    found = [explaining(c.cell, c.recorded_class, c.failed_sets) for c in opinions if c.status == FAILED]
+    return found[0] if found and None not in found and len(set(map(id, found))) == 1 else None

@@ -310,6 +310,23 @@ def second_check(opinion: Any, result: Result, key: tuple[str, str, str], table:
     return check
 
 
+def second_opinion(result: Result, table: dict[str, Any], here_dtype: str, sample: Sample = FULL) -> CellCheck | None:
+    """``result``'s sets checked once more, in its recorded precision on this machine (:mod:`depthprune.verify.second`),
+    for a check that failed across precisions elsewhere than in :func:`remeasure` (the grid's, depthprune.grid.forks);
+    None where this machine already runs the recorded precision (``here_dtype``) or it is not known. Its sets
+    only: the evaluation is the failed check's to compare."""
+    from depthprune.verify.second import SecondOpinion, precision
+
+    want = precision(result["environment"])
+    if want is None or want == precision({"dtype": here_dtype}):
+        return None
+    opinion = SecondOpinion(result.identity.model, want)
+    try:
+        return second_check(opinion, result, condition_key(result), table, 0, sample, evaluate=False)
+    finally:
+        opinion.close()
+
+
 #: how many checks each band faces over the archive (rule 5): sets per (pair, objective, model, fold of the
 #: checked sets), and per (pair, model) the evaluations and each dataset's windows
 Checks = tuple[dict[tuple[str, str, str, int], int], dict[tuple[str, str], dict[str, Any]]]
