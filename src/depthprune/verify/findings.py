@@ -44,9 +44,10 @@ FINDINGS: tuple[Finding, ...] = (
              "EPYC's, -2.01078 in bf16 on AVX512-BF16 kernels, against -1.48921 recorded in bf16 on AMX, "
              "where it reproduces: rule 5's band 0.317 nats (its weight 1.92; z 4.26 for the 2,471 checks of "
              "its fold) is passed by 1.05x, z 4.5; its weighted difference is 2.6x the next largest of the "
-             "condition's 51 measuring sets. Rounding on a model that removing block 1 breaks is heavy-tailed "
-             "beyond what the distance from the dense loss scales (rule 5's first run, 2026-12-06, "
-             "docs/verify.md)"),
+             "condition's 51 measuring sets. Re-checked in bf16 here (the second opinion) it fails again on "
+             "AVX512-BF16 kernels and verifies on ATen's emulated bf16 (an AVX2-only CPU). Rounding on a model "
+             "that removing block 1 breaks is heavy-tailed beyond what the distance from the dense loss scales "
+             "(rule 5's first run, 2026-12-06, docs/verify.md)"),
 )
 
 
