@@ -249,7 +249,7 @@ def run_lm_eval(lm, profile: Profile, cfg: EvalConfig, samples: dict[str, list[i
     logging.getLogger("lm-eval").setLevel(logging.WARNING)
     with compiled_templates():  # each prompt template compiled once, not once per document (same prompts)
         tasks = list(samples) if samples is not None else list(lm_eval_tasks(profile, cfg))
-        return simple_evaluate(model=lm, tasks=tasks, task_manager=profile.task_manager(),
+        return simple_evaluate(model=lm, tasks=tasks, task_manager=profile.task_manager(tasks),
                                limit=cfg.limit if samples is None else None, samples=samples, log_samples=True,
                                bootstrap_iters=1000 if samples is None else 0, verbosity="WARNING")
 

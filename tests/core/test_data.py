@@ -191,3 +191,21 @@ def test_eval_windows_records_a_shortfall():
     assert any("fewer than the 10 asked for" in str(w.message) for w in caught)
     _, full = eval_windows(["abcdefghij"] * 3, tok, 8, joiner=" ", max_windows=2)
     assert full.n_samples == 2 and full.extra["requested_windows"] == 2
+
+
+def test_the_paper_profiles_stock_tasks_are_indexed_alone_and_another_task_gets_the_whole_index(monkeypatch):
+    """lm-eval's index of every stock task took 11-12 s per process; the paper's tasks are read from the same
+    YAML files when their folders are indexed alone (profiles.Profile.stock_task_dirs)."""
+    from pathlib import Path
+
+    import lm_eval
+
+    names = [PAPER.lm_eval_task(t) for t in (*PAPER.tasks, "lambada")]
+    manager = PAPER.task_manager(names)
+    root = Path(lm_eval.__file__).parent / "tasks"
+    for name in names:
+        where = Path(manager.task_index[name].yaml_path).relative_to(root)
+        assert any(where.as_posix().startswith(d + "/") for d in PAPER.stock_task_dirs), (name, where)
+    whole = object()  # a stand-in for the whole index, which is not built here
+    monkeypatch.setitem(PAPER.__dict__, "_every_stock_task", whole)
+    assert PAPER.task_manager(["openbookqa"]) is whole and PAPER.task_manager(names) is manager

@@ -206,7 +206,8 @@ def stock_task_datasets(tasks: Iterable[str]) -> dict[str, tuple[str, str | None
 
     from depthprune.profiles import PAPER
 
-    index = PAPER.task_manager().task_index
+    tasks = list(tasks)
+    index = PAPER.task_manager(tasks).task_index
     out = {}
     for task in tasks:
         entry = index.get(task)
