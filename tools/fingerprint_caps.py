@@ -70,16 +70,19 @@ def main() -> int:
     parser.add_argument("--objective", default="ppl")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--cap", choices=list(CAPS), action="append", help="only these caps (and uncapped)")
     args = parser.parse_args()
+    caps = {k: v for k, v in CAPS.items() if not args.cap or k in args.cap or k == "uncapped"}
     start = time.perf_counter()
     runs = {(name, t): [run(cap, t, args.model, args.objective) for _ in range(args.repeats)]
-            for t in args.threads for name, cap in CAPS.items()}
+            for t in args.threads for name, cap in caps.items()}
     print(f"{args.model} {args.objective}: dense loss and 16 singles per dtype, {args.repeats} processes per row")
     print(f"{'cap':<26} thr  repeats  fp float32        cell fp32 vs uncapped  fp bf16           cell bf16 vs uncapped"
           "  fingerprint s")
     holds = True
     for (name, t), rs in runs.items():
-        agree = all(r == rs[0] or {**r, "fingerprint_seconds": 0} == {**rs[0], "fingerprint_seconds": 0} for r in rs)
+        differ = sorted({k for r in rs for k in r if k != "fingerprint_seconds" and r[k] != rs[0][k]})
+        agree = not differ
         base = runs["uncapped", t][0]
         r = rs[0]
         cols = []
@@ -89,7 +92,8 @@ def main() -> int:
             cols.append(f"{r['fingerprint'][dtype]}  bits {'changed' if bits else 'same   '}, fp "
                         f"{'changed' if fp else 'same   '}")
         seconds = max(x["fingerprint_seconds"] for x in rs)
-        print(f"{name:<26} {t:>3}  {'agree' if agree else 'DIFFER':<7}  {cols[0]}  {cols[1]}  {seconds:.2f}")
+        print(f"{name:<26} {t:>3}  {'agree' if agree else 'DIFFER':<7}  {cols[0]}  {cols[1]}  {seconds:.2f}"
+              + ("" if agree else f"  (differ: {', '.join(differ)}: {[r[differ[0]] for r in rs]})"))
     print(f"every change of a cell's bits changed its dtype's fingerprint: {'yes' if holds else 'NO'} "
           f"({time.perf_counter() - start:.0f} s)")
     return 0 if holds else 1
