@@ -195,8 +195,8 @@ def test_a_second_opinion_settles_a_sets_failure_and_a_finding_is_what_is_left_a
     assert settle(settled, f.cell, second(VERIFIED, ())) is None and settled.problems == []
     assert any("in the recorded one: VERIFIED" in n for n in settled.notes)
     assert settle(failed(), f.cell, None) is f  # no second opinion here: the finding alone
-    assert settle(failed(), f.cell, second(FAILED)) is f  # failed on the same sets in both
-    assert settle(failed(), f.cell, second(FAILED, ((1,), (4,)))) is None  # another set in the second
+    assert settle(failed(), f.cell, second(FAILED)) is f  # failed again in the recorded precision
+    assert settle(failed(), f.cell, second(FAILED, ((1,), (4,)))) is f  # the second adds no failure
     assert settle(failed("same removed set; ... items disagree"), f.cell, None) is None  # something else failed
     other = failed()
     assert settle(other, "smollm2-135m-ppl-oneshot-M7", None) is None and other.problems

@@ -39,7 +39,7 @@ from depthprune.verify import evaluation as ev
 from depthprune.verify.bands import numeric_class
 from depthprune.verify.findings import Finding, explaining
 from depthprune.verify.losses import compare_losses, run_losses
-from depthprune.verify.remeasure import FAILED, VERIFIED, CellCheck, set_bands
+from depthprune.verify.remeasure import VERIFIED, CellCheck, set_bands
 from depthprune.verify.replay import PARTIAL, REPLAYED, Decision, recorded_trace, replay
 
 #: ``off`` keeps a cell whose only references are of another precision skipping instead of checking it here
@@ -116,16 +116,13 @@ def settle(check: ForkCheck, cell: str, second: CellCheck | None) -> Finding | N
     :func:`depthprune.verify.remeasure.second_opinion`, asked where shared sets failed) into ``check``, as
     ``depthprune verify`` folds one into a cell's check: verified, it settles the sets' failure (a difference of
     precision alone); failed too, the failure stands. Returns the finding (:mod:`depthprune.verify.findings`)
-    that is then all that is left of the check's problems, in both opinions, or None."""
+    that is then all that is left of the check's problems, or None (as :func:`~depthprune.verify.findings.finding_of`
+    reads a verify check)."""
     if second is not None and second.status == VERIFIED:
         check.settled_in_recorded_precision(f"{second.label} on {second.here_class}")
     if not check.problems or check.problems != [check.sets_problem]:
         return None
-    finding = explaining(cell, check.recorded_class, check.failed_sets)
-    if second is not None and second.status == FAILED and (
-            second.turned or explaining(cell, second.recorded_class, second.failed_sets) is not finding):
-        return None
-    return finding
+    return explaining(cell, check.recorded_class, check.failed_sets)
 
 
 def _parting(here: Sequence[Decision], ref: Sequence[Decision]) -> tuple[Decision, Decision] | None:
