@@ -28,7 +28,8 @@ from typing import Any
 import torch
 from torch.nn import functional as F  # noqa: N812 (torch's idiom)
 
-from depthprune.precision import cpu_kernels, onednn_bf16_fpmath
+from depthprune import precision
+from depthprune.precision import onednn_bf16_fpmath
 
 #: bumped when the products change: fingerprints of another version are never compared
 VERSION = 1
@@ -112,7 +113,7 @@ def kernel_record(device: str) -> dict[str, object]:
     (:func:`depthprune.precision.cpu_kernels`) and the :func:`fingerprint`; a CUDA run records its GPU."""
     if device.startswith("cuda"):
         return {"cuda": torch.version.cuda, "tf32_matmul": torch.backends.cuda.matmul.allow_tf32}
-    return {**asdict(cpu_kernels()), "fingerprint": fingerprint()}
+    return {**asdict(precision.cpu_kernels()), "fingerprint": fingerprint()}  # looked up here: a patched probe holds
 
 
 def _key(dtype: object) -> str:
