@@ -25,10 +25,10 @@ def pytest_configure(config):
 
 
 def pytest_report_header(config):
-    """The kernels this run's numbers come from (a capped run says so: depthprune.precision.CAP_VARIABLES), and
-    their fingerprint at the session's thread count (depthprune.kernel_identity): the class of machine a log proves."""
-    from depthprune.kernel_identity import fingerprint
-    from depthprune.precision import cap_prefix, cpu_kernels
+    """The kernels this run's numbers come from (a capped run says so: depthprune.model.precision.CAP_VARIABLES), and
+    their fingerprint at the session's thread count (depthprune.model.kernel_identity): the class of machine a log proves."""
+    from depthprune.model.kernel_identity import fingerprint
+    from depthprune.model.precision import cap_prefix, cpu_kernels
 
     k, f = cpu_kernels(), fingerprint()
     caps = cap_prefix().strip() or "no caps"

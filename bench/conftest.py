@@ -42,7 +42,7 @@ def pytest_addoption(parser):
                     help="with --verify: results or archives to verify (repeatable; default: archive/)")
     group.addoption("--against", default=None, choices=("float32", "bfloat16"), metavar="DTYPE",
                     help="check every cell against its reference of this dtype, whatever it runs in: across "
-                    "precisions or kernels, as a numeric fork or a change (depthprune.grid.forks)")
+                    "precisions or kernels, as a numeric fork or a change (depthprune.verify.forks)")
     group.addoption("--archive", default=str(ROOT / "archive"), metavar="DIR",
                     help="archives of the runs references were made from (a fork check replays them)")
     group.addoption("--dtype", default=None, choices=("auto", "float32", "bfloat16"),
@@ -166,8 +166,8 @@ def pytest_generate_tests(metafunc):
 def pytest_configure(config):
     _check_xdist_groups(config)
     _share_cpu_threads()
-    from depthprune.grid.forks import across_enabled
-    from depthprune.score_store import store_enabled
+    from depthprune.scoring.score_store import store_enabled
+    from depthprune.verify.forks import across_enabled
 
     try:
         store_enabled()  # a bad DEPTHPRUNE_SCORE_STORE or DEPTHPRUNE_ACROSS stops the run before any model loads
@@ -179,7 +179,7 @@ def pytest_configure(config):
 def _share_cpu_threads() -> None:
     """Under pytest-xdist, split the CPU cores between workers instead of oversubscribing
     (each torch process would otherwise start one thread per core)."""
-    from depthprune.env import local_workers
+    from depthprune.common.machine import local_workers
 
     workers = local_workers()
     if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
@@ -196,10 +196,10 @@ def pytest_collection_modifyitems(config, items):
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
-    _longest_groups_first(items)
+    _longest_groups_first(items, config.getoption("--cases"))
 
 
-def _longest_groups_first(items) -> None:
+def _longest_groups_first(items, cases_dir: str) -> None:
     """Grid cells in groups, longest group first (recorded durations: depthprune.grid.schedule),
     so that --dist loadgroup's hand-out keeps every worker busy to the end."""
     from depthprune.grid.schedule import estimate, load_durations, longest_first
@@ -211,7 +211,7 @@ def _longest_groups_first(items) -> None:
             continue
         grid, cell = spec.params["grid_cell"]
         if grid.name not in per_grid:
-            per_grid[grid.name] = estimate(grid.cells(), load_durations(grid.name))
+            per_grid[grid.name] = estimate(grid.cells(), load_durations(grid.name, cases_dir))
         group_of[i], seconds_of[i] = f"{grid.name}/{cell.group}", per_grid[grid.name][cell.id]
     if len(set(group_of.values())) > 1:
         items[:] = longest_first(items, group_of, seconds_of)

@@ -10,7 +10,7 @@ run is the benchmarked function, so the benchmark's own statistics are the bfloa
   head timed apart;
 * ``greedy``: searcher ``greedy`` at a small budget on a fresh fork of the dense scorer each
   round (fresh memo: real work; only the dense states are shared, as in every search);
-* ``gate_gradient``: one of cbo's gate-gradient passes (:func:`depthprune.gates.gate_gradient`
+* ``gate_gradient``: one of cbo's gate-gradient passes (:func:`depthprune.scoring.gates.gate_gradient`
   at the dense model, forward + backward with recomputation).
 
 Reported (benchmark ``extra_info`` and a summary line; a table of all ratios at the end of the
@@ -26,10 +26,10 @@ calibration tokens: bf16 blocks 0.67 s, head 1.62 s (71% of the forward; fp32: 2
 forward fp32/bf16 2.45x (blocks 3.3x, head 2.1x). Where something other than the model
 takes the time, its share is reported too (tiny-llama3, both dtypes): BO's GP fits against its
 scoring (``bo_time_shares``), and lm-eval's bookkeeping against the model's forwards in an
-evaluation through :func:`depthprune.evaluate.evaluate` (``eval_time_shares``).
+evaluation through :func:`depthprune.evaluation.evaluate.evaluate` (``eval_time_shares``).
 
 Asserted, timing: bf16 is faster than fp32 in the three measurements, and only where bf16
-matmuls run on AMX (:func:`depthprune.precision.cpu_kernels`); no absolute seconds, and no
+matmuls run on AMX (:func:`depthprune.model.precision.cpu_kernels`); no absolute seconds, and no
 timing assertion at all under ``--benchmark-disable``. Asserted, answers (in every mode):
 bf16's dense loss is fp32's within ``loss_rtol``; bf16's greedy set is fp32's, or a near-tie
 (its fp32 loss within ``loss_rtol`` of fp32's choice); on tiny-llama3 the bf16 gate gradient
@@ -59,14 +59,14 @@ from typing import Any
 import pytest
 import torch
 
-from depthprune.dense_states import dense_states
-from depthprune.gates import gate_gradient, reduce_weights
-from depthprune.kernel_identity import kernel_record
-from depthprune.models import WeightsUnavailable, find_decoder_layers
+from depthprune.model import WeightsUnavailable, find_decoder_layers
+from depthprune.model.kernel_identity import kernel_record
+from depthprune.model.output_head import OutputHead
+from depthprune.model.precision import cpu_kernels
 from depthprune.objectives import make_objective
-from depthprune.objectives.base import OutputHead
-from depthprune.precision import cpu_kernels
-from depthprune.scoring import Scorer
+from depthprune.scoring.dense_states import dense_states
+from depthprune.scoring.gates import gate_gradient, reduce_weights
+from depthprune.scoring.scorer import Scorer
 from depthprune.search import get_searcher
 
 DTYPES = ("float32", "bfloat16")
@@ -414,9 +414,9 @@ class ForwardClock:
 
 def test_eval_time_shares(benchmark, pairs, monkeypatch):
     """An evaluation (perplexity suite + lm-eval zero-shot, small limit) through
-    :func:`depthprune.evaluate.evaluate`: the share of its wall time in model forwards, per phase.
-    Each round starts without stored dense states (:mod:`depthprune.dense_states`): one evaluation alone."""
-    import depthprune.evaluate as ev
+    :func:`depthprune.evaluation.evaluate.evaluate`: the share of its wall time in model forwards, per phase.
+    Each round starts without stored dense states (:mod:`depthprune.scoring.dense_states`): one evaluation alone."""
+    import depthprune.evaluation.evaluate as ev
 
     pair = pairs("tiny-llama3", benchmark.disabled)
     removed = (3, 7, 11)

@@ -24,8 +24,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812 (torch's idiom)
 
-from depthprune.objectives.base import OutputHead
-from depthprune.precision import onednn_bf16_fpmath
+from depthprune.model.output_head import OutputHead
+from depthprune.model.precision import onednn_bf16_fpmath
 
 SHAPES = {"gemma3-270m": (262_144, 640, 30.0), "smollm2-135m": (49_152, 576, None)}
 POSITIONS = 8 * 127

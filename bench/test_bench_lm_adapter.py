@@ -3,7 +3,7 @@
 Both score the same lm-eval requests (the profile's tasks, the first ``limit`` items each,
 collected once through lm-eval) in this process, rounds interleaved. The adapter runs twice:
 as one evaluation alone, and as a grid runs it, after the dense model's evaluation has stored
-its block states (:mod:`depthprune.dense_states`; the blocks below the first removed one are
+its block states (:mod:`depthprune.scoring.dense_states`; the blocks below the first removed one are
 then taken from the store). Reported in the benchmark's extra_info and on stdout: the
 wall-time ratios adapter / HFLM (min over rounds; never asserted), per task and overall, and the token counts behind it (the model's input
 tokens, padding excluded, against stock's distinct inputs). Asserted: the answers agree
@@ -24,11 +24,11 @@ import pytest
 from lm_eval.api.model import LM
 from lm_eval.models.huggingface import HFLM
 
-from depthprune.dense_states import DenseStates
-from depthprune.evaluate import run_lm_eval
-from depthprune.lm_adapter import AdapterStats, SharedPrefixLM
-from depthprune.masking import skip_layers
-from depthprune.models import WeightsUnavailable
+from depthprune.evaluation.evaluate import run_lm_eval
+from depthprune.evaluation.lm_adapter import AdapterStats, SharedPrefixLM
+from depthprune.model import WeightsUnavailable
+from depthprune.model.masking import skip_layers
+from depthprune.scoring.dense_states import DenseStates
 
 # (model, removed set, items per task, max token ratio asserted). The sets: tiny-llama3's
 # {3,7,11} (the cross-check's), smollm2-135m's greedy M=7 solution (README).
@@ -63,7 +63,7 @@ def test_adapter_vs_stock_hflm(benchmark, model_id, removed, limit, max_token_ra
     if model_id != "tiny-llama3" and benchmark.disabled:
         pytest.skip("the real model is measured with --benchmark-enable")
     try:
-        # float32: the answers are compared with stock HFLM's for equality (tests/core/test_lm_adapter.py)
+        # float32: the answers are compared with stock HFLM's for equality (tests/evaluation/test_lm_adapter.py)
         session = Session.open(model_id, dtype="float32")
     except WeightsUnavailable as err:
         pytest.skip(str(err))

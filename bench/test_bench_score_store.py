@@ -18,7 +18,7 @@ import pytest
 
 from depthprune.objectives import make_objective
 from depthprune.recipe import Calibration, Session
-from depthprune.score_store import store_enabled
+from depthprune.scoring.score_store import store_enabled
 
 LANE = (("greedy", 2, {}), ("greedy", 3, {}), ("beam", 2, {"beam_width": 2}))
 

@@ -17,11 +17,11 @@ import time
 import pytest
 import torch
 
-from depthprune.masking import skip_layers
-from depthprune.models import TINY_MODELS, WeightsUnavailable, load_model
+from depthprune.data.profiles import TINY
+from depthprune.model import TINY_MODELS, WeightsUnavailable, load_model
+from depthprune.model.masking import skip_layers
 from depthprune.objectives import make_objective
-from depthprune.profiles import TINY
-from depthprune.scoring import Scorer
+from depthprune.scoring.scorer import Scorer
 from depthprune.search import get_searcher
 from tests.fixtures import random_model
 
@@ -129,14 +129,14 @@ def test_greedy_cached_vs_naive(benchmark, model_id):
 
 @pytest.mark.parametrize("model_id", _subjects())
 def test_energy_without_vs_with_recomputed_blocks(benchmark, model_id):
-    """cbo's energy (depthprune.gates): its gradient passes without the blocks' recomputation, as a model that fits
+    """cbo's energy (depthprune.scoring.gates): its gradient passes without the blocks' recomputation, as a model that fits
     runs them, against with it, as a model past gates.KEEP_SHARE runs them. Reported: the wall-time ratio (timings
     interleaved in this process, the best of the same rounds each); asserted: the same (h, J), to the bit. A test
-    run skips it (tests/core/test_scoring.py holds the two equal); measure with ``--benchmark-enable -s``."""
+    run skips it (tests/scoring/test_scorer.py holds the two equal); measure with ``--benchmark-enable -s``."""
     if benchmark.disabled:
-        pytest.skip("a timing: run with --benchmark-enable (the equality is tests/core/test_scoring.py's)")
-    from depthprune.calibration import CalibrationData
-    from depthprune.gates import quadratic_energy
+        pytest.skip("a timing: run with --benchmark-enable (the equality is tests/scoring/test_scorer.py's)")
+    from depthprune.scoring.calibration import CalibrationData
+    from depthprune.scoring.gates import quadratic_energy
 
     model, batches = _load(model_id)
     data = CalibrationData.build(model, batches, make_objective("ppl", "tiny"))
@@ -160,21 +160,22 @@ def test_verify_sets_in_prefix_order_vs_one_call_each(benchmark, objective):
     order (``Scorer.prefetch``) against one call each in the cells' order, as verify scored them before. Both on
     fresh scorers of one session, rounds interleaved. Reported: the layer-forward ratio (a count) and the
     wall-time ratio (the best of 3 each); asserted: the same losses, to the bit. A test run skips it
-    (tests/core/test_scoring.py holds the two equal); measure with ``--benchmark-enable -s -n 0``."""
+    (tests/scoring/test_scorer.py holds the two equal); measure with ``--benchmark-enable -s -n 0``."""
     if benchmark.disabled:
-        pytest.skip("a timing: run with --benchmark-enable (the equality is tests/core/test_scoring.py's)")
+        pytest.skip("a timing: run with --benchmark-enable (the equality is tests/scoring/test_scorer.py's)")
     from pathlib import Path
 
     from depthprune.recipe import Session
-    from depthprune.verify.remeasure import condition_key, condition_requests
+    from depthprune.results.schema import calibration_of
+    from depthprune.verify.remeasure import calibration_requests
     from depthprune.verify.run import select_cells
     from depthprune.verify.second import check_scorer
 
     archive = Path(__file__).resolve().parents[1] / "archive"
     cells = [r for r in select_cells([archive], ["tiny"])
              if r.identity.model == "tiny-llama3" and r.identity.objective == objective]
-    key = condition_key(cells[0])
-    requests = condition_requests([r for r in cells if condition_key(r) == key])
+    key = calibration_of(cells[0])
+    requests = calibration_requests([r for r in cells if calibration_of(r) == key])
     session = Session.open("tiny-llama3", device="cpu")
 
     def one_each():

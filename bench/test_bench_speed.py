@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from depthprune.models import WeightsUnavailable, load_model
+from depthprune.model import WeightsUnavailable, load_model
 from depthprune.speed import costs
 from depthprune.speed.compare import rebuild, time_pair
 from depthprune.speed.timing import Workload

@@ -4,7 +4,7 @@ Cell ids read ``<model>-<objective>-<searcher>-M<budget>``; select with ``-k``.
 Cells whose weights or GPU are missing skip with the reason. A cell whose reference was made in
 another numeric precision or on another kernel class (``dtype = "auto"``: bf16 where bf16 matmuls
 run on AMX, else fp32) is checked across them where the reference's run is archived and a band is
-measured for the two classes: a numeric fork passes, a change fails (depthprune.grid.forks,
+measured for the two classes: a numeric fork passes, a change fails (depthprune.verify.forks,
 ``--against DTYPE`` to choose the reference). Otherwise it skips with the reason; a cell is never
 compared with a reference of another dtype by the exact check.
 """
@@ -15,11 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from depthprune.grid.archive import SUFFIX
-from depthprune.grid.forks import ENV, across_enabled, archived_run, check_across, settle
 from depthprune.grid.reference import (
     compare,
-    dtype_name,
     format_failure,
     make_reference,
     not_checkable,
@@ -29,8 +26,10 @@ from depthprune.grid.reference import (
     write_reference,
 )
 from depthprune.grid.runner import CellSkipped, cell_device
-from depthprune.kernel_identity import same_kernels
-from depthprune.precision import auto_dtype, resolve_dtype
+from depthprune.model.kernel_identity import same_kernels
+from depthprune.model.precision import auto_dtype, dtype_name, resolve_dtype
+from depthprune.results.archive import SUFFIX
+from depthprune.verify.forks import ENV, across_enabled, archived_run, check_across, settle
 from depthprune.verify.replay import REPLAYED, replay
 
 
@@ -50,8 +49,8 @@ def _archives(grid, request) -> list[Path]:
 def _fork_reference(grid, cell, ref_dir, dtypes, runner, request):
     """``(reference, its archived run, why not)`` for a check across precisions or kernels: the first of
     ``dtypes`` whose measured reference has an archived run and a band against this machine's class."""
-    from depthprune.env import environment
-    from depthprune.verify.bands import load_table, lookup, numeric_class
+    from depthprune.results.provenance import environment
+    from depthprune.verify.bands import load_table, loss_band, numeric_class
 
     here_env = environment(cell_device(grid, runner.device), _run_dtype(grid, runner))
     here = numeric_class(here_env)
@@ -71,7 +70,7 @@ def _fork_reference(grid, cell, ref_dir, dtypes, runner, request):
             why.append(f"its {dtype} reference was made on this machine's class ({here})"
                        + (", on other kernels (another fingerprint)" if same is False else "")
                        + ": no band is measured within one class; the exact check applies")
-        elif lookup(table, numeric_class(run["environment"]), here, cell.objective, cell.model,
+        elif loss_band(table, numeric_class(run["environment"]), here, cell.objective, cell.model,
                     float(run["calibration_loss"])) is None:
             why.append(f"no band is measured for {numeric_class(run['environment'])} against {here}")
         else:
@@ -90,7 +89,7 @@ def test_cell(grid_cell, grid_runner, request):
     fork_run = None
     if dtype and not update and (reference is None or reference.get("kind") == "measured"):
         # another precision, or the same on other kernels: a numeric fork or a change, where the reference's
-        # run is archived and a band is measured for the two classes (depthprune.grid.forks); a reference
+        # run is archived and a band is measured for the two classes (depthprune.verify.forks); a reference
         # of this run's own dtype comes first, checked across kernels only where its run is archived
         # DEPTHPRUNE_ACROSS=off (CI) leaves a cell with only another precision's references skipping
         others = ([against] if against else [dtype] if reference is not None

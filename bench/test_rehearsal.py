@@ -52,7 +52,7 @@ def rehearsal_runner(request, rehearsal_manifest):
 
 
 def test_rehearsal_cell(rehearsal_cell, rehearsal_runner, rehearsal_manifest, tmp_path):
-    from depthprune.profiles import PAPER
+    from depthprune.data.profiles import PAPER
     from depthprune.rehearsal.checks import check_result, check_saved_checkpoint, check_tokenizer
 
     grid, cell = rehearsal_cell
@@ -76,7 +76,7 @@ def test_rehearsal_cell(rehearsal_cell, rehearsal_runner, rehearsal_manifest, tm
 
 def test_rehearsal_results_stay_apart(rehearsal_manifest, request):
     """Nothing a rehearsal wrote is read as a real result, nor kept beside real ones."""
-    from depthprune.grid.results import iter_results
+    from depthprune.results.store import iter_results
 
     where = Path(request.config.getoption("--rehearsal-results"))
     if not where.is_dir():

@@ -73,8 +73,8 @@ def write_jsonl(path: Path, texts: list[str]) -> Path:
 
 
 def stored_identity(**fields: object) -> dict:
-    """A complete stored ``identity`` (:class:`depthprune.result.Identity`), ``fields`` set, the rest made up."""
-    from depthprune.result import Identity
+    """A complete stored ``identity`` (:class:`depthprune.results.schema.Identity`), ``fields`` set, the rest made up."""
+    from depthprune.results.schema import Identity
 
     made_up = dict(grid="t", model="m", weights="sha256:test", profile="tiny", objective="ppl", dataset="d",
                    answer=None, calibration_seed=0, search="greedy", variant="default", budget=1, search_seed=0,
@@ -85,8 +85,8 @@ def stored_identity(**fields: object) -> dict:
 def result_v2(model: str, objective: str, search: str, removed: list[int], loss: float, *, budget: int = 3,
               n_layers: int = 12, evaluations: int = 10, metrics: dict | None = None, grid: str = "t",
               seed: int = 0, variant: str = "default") -> dict:
-    """A constructed cell result in the current schema, as :func:`depthprune.result.read_result` returns it."""
-    from depthprune.result import SCHEMA, Identity, validate
+    """A constructed cell result in the current schema, as :func:`depthprune.results.schema.read_result` returns it."""
+    from depthprune.results.schema import SCHEMA, Identity, validate
 
     ident = Identity(grid=grid, model=model, weights="sha256:test", profile="tiny", objective=objective,
                      dataset="d", answer=None, calibration_seed=0, search=search, variant=variant, budget=budget,

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from depthprune.result import Result
+from depthprune.results.schema import Result
 from tests.fixtures import stored_identity
 
 SEARCHERS = ("oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs")

@@ -1,6 +1,11 @@
 """The package's import graph has no cycle (a cycle is how modules start reaching into
 each other's internals). Imports inside functions count too; imports under
-``if TYPE_CHECKING:`` do not, since they never run."""
+``if TYPE_CHECKING:`` do not, since they never run.
+
+Importing ``depthprune.a.b`` runs ``depthprune.a``'s ``__init__`` first, so an importer also depends on every
+ancestor package of what it imports: the graph has those edges too. Above the modules, the rooms (the top-level
+packages) form no cycle either, and the rules of docs/architecture.md hold: no room imports the CLI, and
+``verify`` imports neither ``grid`` nor ``report``."""
 
 from __future__ import annotations
 
@@ -56,10 +61,38 @@ def imports_of(path: Path, modules: set[str]) -> set[str]:
     return {m for m in found if m in modules and m != name}
 
 
+def ancestors(module: str) -> set[str]:
+    """The packages below the root that importing ``module`` initialises first (``a.b.c`` -> ``a.b``; not ``a``)."""
+    parts = module.split(".")
+    return {".".join(parts[:i]) for i in range(2, len(parts))}
+
+
+def with_ancestors(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` with an edge from each importer to each ancestor package of what it imports, except its own."""
+    out = {}
+    for node, deps in graph.items():
+        own = ancestors(node) | {node}
+        out[node] = deps | {a for d in deps for a in ancestors(d) if a not in own and a in graph}
+    return out
+
+
 def import_graph() -> dict[str, set[str]]:
     paths = sorted(ROOT.rglob("*.py"))
     modules = {module_name(p) for p in paths}
-    return {module_name(p): imports_of(p, modules) for p in paths}
+    return with_ancestors({module_name(p): imports_of(p, modules) for p in paths})
+
+
+def room(module: str) -> str:
+    """The top-level package (or module) of the package that ``module`` is in."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def room_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for node, deps in graph.items():
+        out.setdefault(room(node), set()).update(room(d) for d in deps if room(d) != room(node))
+    return out
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -108,8 +141,34 @@ def test_the_graph_sees_function_level_and_relative_imports(tmp_path: Path) -> N
     assert "depthprune.scoring" in got and "depthprune.cli" not in got
 
 
+def test_an_import_reaches_the_packages_above_the_module() -> None:
+    """The circle the flat layout hid (evaluate -> lm_adapter -> objectives.base, whose package's __init__
+    imports profiles, which imported evaluate) is a cycle only through objectives/__init__: the ancestor edge."""
+    flat = {"d.evaluate": {"d.lm_adapter"}, "d.lm_adapter": {"d.objectives.base"}, "d.objectives.base": set(),
+            "d.objectives": {"d.objectives.base", "d.profiles"}, "d.profiles": {"d.evaluate"}}
+    assert find_cycle(flat) is None
+    assert find_cycle(with_ancestors(flat)) == ["d.evaluate", "d.lm_adapter", "d.objectives", "d.profiles", "d.evaluate"]
+    assert with_ancestors({"d.a.b": {"d.a.c"}, "d.a.c": set(), "d.a": set()})["d.a.b"] == {"d.a.c"}  # not its own
+
+
 def test_the_package_import_graph_has_no_cycle() -> None:
     graph = import_graph()
     assert len(graph) > 20
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_rooms_import_each_other_without_a_cycle() -> None:
+    rooms = room_graph(import_graph())
+    cycle = find_cycle(rooms)
+    assert cycle is None, "rooms in a cycle: " + " -> ".join(cycle)
+
+
+def test_no_room_imports_the_cli_and_verify_imports_neither_grid_nor_report() -> None:
+    graph = import_graph()
+    into_cli = sorted(f"{m} -> {d}" for m, deps in graph.items() if room(m) != "cli"
+                      for d in deps if room(d) == "cli")
+    assert not into_cli, "the CLI maps the rooms' errors to exit codes; they do not import it: " + "; ".join(into_cli)
+    verify_up = sorted(f"{m} -> {d}" for m, deps in graph.items() if room(m) == "verify"
+                       for d in deps if room(d) in ("grid", "report"))
+    assert not verify_up, "grid and report call verify, not the other way: " + "; ".join(verify_up)

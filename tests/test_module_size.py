@@ -1,6 +1,6 @@
 """No module of the package is over 500 lines (issue 37): a module that grows past that does more
 than one job, and is split by job into modules whose names say what each does (as
-``depthprune.tiny.items``, ``depthprune.models`` and ``depthprune.scoring`` were)."""
+``depthprune.tiny.items``, ``depthprune.model.loading`` and ``depthprune.scoring.scorer`` were)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Does the kernel fingerprint follow a grid cell's bits under every cap, and is it stable? (issue 59, item 2)
 
 For each cap of :data:`CAPS` (the three libraries' ISA caps, alone and together), each thread count and each
-repeat, a fresh process computes this machine's fingerprint (:func:`depthprune.kernel_identity.fingerprint`)
+repeat, a fresh process computes this machine's fingerprint (:func:`depthprune.model.kernel_identity.fingerprint`)
 and one grid cell's calibration bits: a shipped tiny model's dense loss and its 16 singles (the prior every
 searcher starts from), in float32 and in bf16, hashed bit for bit. It then prints, per cap and thread count,
 whether the repeats agreed, and against the uncapped run at the same thread count whether the cell's bits and
@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from depthprune.precision import CAP_VARIABLES
+from depthprune.model.precision import CAP_VARIABLES
 
 #: name -> environment: each library's cap alone, the oneDNN cap without AMX, and the three together (an
 #: AVX2-only CPU emulated)
@@ -38,7 +38,7 @@ CAPS: dict[str, dict[str, str]] = {
 _RUN = """
 import hashlib, json, sys, time, torch
 torch.set_num_threads(int(sys.argv[1]))
-from depthprune.kernel_identity import fingerprint
+from depthprune.model.kernel_identity import fingerprint
 from depthprune.recipe import Session
 t = time.perf_counter()
 out = {"fingerprint": fingerprint()}

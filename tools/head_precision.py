@@ -14,9 +14,9 @@ import time
 import torch
 
 torch.set_num_threads(2)
-from depthprune.objectives.base import OutputHead
+from depthprune.model.output_head import OutputHead
 from depthprune.recipe import Session
-from depthprune.scoring import Scorer
+from depthprune.scoring.scorer import Scorer
 
 model_id = sys.argv[1] if len(sys.argv) > 1 else "smollm2-135m"
 s = Session.open(model_id, device="cpu", dtype="bfloat16", batch_size=8)

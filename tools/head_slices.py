@@ -16,10 +16,11 @@ import torch
 
 torch.set_num_threads(1)
 
-from depthprune.lm_adapter import SharedPrefixLM
-from depthprune.objectives import base, make_objective
+from depthprune.evaluation.lm_adapter import SharedPrefixLM
+from depthprune.model import output_head as base
+from depthprune.objectives import make_objective
 from depthprune.recipe import Session
-from depthprune.scoring import Scorer
+from depthprune.scoring.scorer import Scorer
 
 NOW = {"chunk": base.OutputHead._chunk_logprobs, "adapter": SharedPrefixLM.__dict__["_target_logprobs"]}
 

@@ -18,10 +18,11 @@ from torch import nn
 
 torch.set_num_threads(1)
 
-from depthprune import precision
-from depthprune.objectives import base, make_objective
+from depthprune.model import output_head as base
+from depthprune.model import precision
+from depthprune.objectives import make_objective
 from depthprune.recipe import Session
-from depthprune.scoring import Scorer
+from depthprune.scoring.scorer import Scorer
 
 NEW = {k: getattr(base.OutputHead, k) for k in ("logits", "_product", "_chunk_logprobs")}
 

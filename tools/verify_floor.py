@@ -3,7 +3,7 @@
 
 Per condition (model, objective and its parameters), counted with no model: the sets verify checks (its full
 rule: every set the cells' runs recorded), the blocks their prefix-tree walk runs
-(:meth:`depthprune.scoring.Scorer.prefetch`: each block of the tree once, from the dense states) and one
+(:meth:`depthprune.scoring.scorer.Scorer.prefetch`: each block of the tree once, from the dense states) and one
 output head per set. Then, on this machine, the condition's scorer times a head alone (the set {L-1},
 resumed from the dense state entering its block) and L-1 blocks plus a head (the set {0}), best of
 ``--rounds``; the walk's floor is ``blocks x block + sets x head``. A walk that runs each block of the tree
@@ -23,7 +23,8 @@ from collections import defaultdict
 import torch
 
 from depthprune.recipe import Session
-from depthprune.verify.remeasure import condition_key, condition_requests
+from depthprune.results.schema import calibration_of
+from depthprune.verify.remeasure import calibration_requests
 from depthprune.verify.run import select_cells
 from depthprune.verify.second import check_scorer
 
@@ -31,7 +32,7 @@ from depthprune.verify.second import check_scorer
 def walk(sets: set[frozenset[int]], n_layers: int) -> int:
     """Blocks the prefix-tree walk of ``sets`` runs (:meth:`Scorer.prefetch`, from the dense states): the nodes
     of the tree, each block ``k`` after a set's first removed one under the removals before it (the count
-    ``tests/core/test_scoring.py`` holds the walk to)."""
+    ``tests/scoring/test_scorer.py`` holds the walk to)."""
     return len({(k, frozenset(i for i in s if i < k)) for s in sets if s for k in range(min(s), n_layers) if k not in s})
 
 
@@ -56,7 +57,7 @@ def main() -> None:
     by_condition = defaultdict(list)
     for r in select_cells([args.results], [args.grid]):
         if not args.model or r.identity.model in args.model:
-            by_condition[condition_key(r)].append(r)
+            by_condition[calibration_of(r)].append(r)
     rows = []
     for model in sorted({k[0] for k in by_condition}):
         session = Session.open(model, device="cpu", dtype=args.dtype)
@@ -64,7 +65,7 @@ def main() -> None:
         try:
             for key in sorted(k for k in by_condition if k[0] == model):
                 cells = by_condition[key]
-                sets = set(condition_requests(cells))
+                sets = set(calibration_requests(cells))
                 scorer = check_scorer(session, key)  # with its dense pass
                 head = best_seconds(scorer, frozenset({n - 1}), False, args.rounds)
                 block = (best_seconds(scorer, frozenset({0}), True, args.rounds) - head) / (n - 1)

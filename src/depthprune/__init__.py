@@ -1,2 +1,2 @@
 """depthprune: depth pruning of LLMs, objective x search, as a reproducible benchmark."""
-__version__ = "0.1.0"
+__version__ = "0.2.0"

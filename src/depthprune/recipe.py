@@ -4,7 +4,7 @@
     calib = session.calibrate("ppl")                   # batches, dense scorer, prior: once per objective
     outcome = calib.search("greedy", budget=3, seed=0) # cost counted as if the searcher ran alone
     evaluation = session.evaluate(outcome.removed)     # optional: perplexity suite + zero-shot
-    result = make_result(session, calib, outcome, evaluation)   # one result schema (depthprune.result)
+    result = make_result(session, calib, outcome, evaluation)   # one result schema (depthprune.results.schema)
 
 ``depthprune prune``, ``depthprune cell`` and every grid cell run exactly these steps, so
 the CLI with a cell's settings reproduces the cell's removed set, loss and cost.
@@ -14,7 +14,7 @@ Shared work and honest cost. Within a session the dense pass and the single-remo
 search runs on a fork of the dense scorer. The cost a result reports is nevertheless the
 cost *as if the searcher ran alone*: the prior is charged to every searcher that asks
 for it, and layer-forwards are recounted by replaying the searcher's own requests
-through a private prefix cache (:func:`depthprune.scoring.replay_cost`) — so the count
+through a private prefix cache (:func:`depthprune.scoring.scorer.replay_cost`) — so the count
 is the same on every machine and in every order of cells. What this process actually
 ran is reported beside it (``layer_forwards_here``), and wall-clock seconds beside both.
 
@@ -30,9 +30,9 @@ energy, the same for every budget of a condition, is shared the same way.
 
 One store per condition on disk. A session given a ``store_path`` (grid runs: the results
 directory's ``score-store.sqlite``) keeps the memo, the prior and the energy in a
-:class:`~depthprune.score_store.ScoreStore` as they are computed and starts from what it holds, so
+:class:`~depthprune.scoring.score_store.ScoreStore` as they are computed and starts from what it holds, so
 other xdist workers, later runs and a run resumed after a crash do not compute them again. The
-store's key holds everything a loss depends on (:func:`depthprune.recipe.condition`), so a loss from older code,
+store's key holds everything a loss depends on (:func:`depthprune.recipe.calibration_description`), so a loss from older code,
 other kernels or another dtype never matches. ``depthprune verify`` never opens one.
 """
 
@@ -48,11 +48,11 @@ from typing import Any
 
 import torch
 
-from depthprune.env import code_fingerprint, environment, library_versions
-from depthprune.evaluate import EvalConfig, EvalResult, evaluate
-from depthprune.jsonio import write_json_atomic
-from depthprune.masking import prune_layers
-from depthprune.models import (
+from depthprune.common.jsonio import write_json_atomic
+from depthprune.data.profiles import Profile, get_profile
+from depthprune.data.protocol import EvalConfig
+from depthprune.evaluation.evaluate import EvalResult, evaluate
+from depthprune.model import (
     STAND_IN_MARKER,
     ModelSpec,
     is_stand_in,
@@ -63,13 +63,14 @@ from depthprune.models import (
     resolve_dtype,
     weights_file_in,
 )
+from depthprune.model.masking import prune_layers
+from depthprune.model.weights import fingerprint as weights_fingerprint
 from depthprune.objectives import Objective, make_objective
-from depthprune.profiles import Profile, get_profile
-from depthprune.result import SCHEMA, Identity, fingerprint, to_json
-from depthprune.score_store import ScoreStore, condition_key
-from depthprune.scoring import ENERGY, Scorer, replay_cost
+from depthprune.results.provenance import code_fingerprint, environment, library_versions
+from depthprune.results.schema import SCHEMA, Identity, fingerprint, to_json
+from depthprune.scoring.score_store import ScoreStore, store_key
+from depthprune.scoring.scorer import ENERGY, Scorer, replay_cost
 from depthprune.search import SearchResult, get_searcher
-from depthprune.weights import fingerprint as weights_fingerprint
 
 #: How ``cost`` is counted; written into every result.
 COUNTING = ("as if the searcher ran alone: the dense pass, the single-removal prior when the searcher uses it, "
@@ -89,11 +90,11 @@ class Session:
     tokenizer: Any
     device: str
     dtype: str  # the torch dtype actually loaded, e.g. "torch.float32"
-    weights: str  # fingerprint of the weight files loaded (depthprune.weights)
+    weights: str  # fingerprint of the weight files loaded (depthprune.model.weights)
     stand_in: bool  # a rehearsal stand-in under a real id: never a real result
     batch_size: int
     load_seconds: float
-    #: the score store this session's calibrations read and write (:mod:`depthprune.score_store`);
+    #: the score store this session's calibrations read and write (:mod:`depthprune.scoring.score_store`);
     #: None (the default, and always for ``depthprune verify``, which must measure afresh): no store
     store_path: Path | None = None
     _calibrations: dict[tuple, Calibration] = field(default_factory=dict, repr=False)
@@ -175,8 +176,8 @@ class Calibration:
         dense_seconds = time.perf_counter() - start
         store = None
         if session.store_path is not None:
-            description = condition(session, objective)
-            store = ScoreStore(session.store_path, condition_key(description), description)
+            description = calibration_description(session, objective)
+            store = ScoreStore(session.store_path, store_key(description), description)
         memo = store.losses() if store is not None else {}
         start = time.perf_counter()
         prior, prior_seconds = [], 0.0
@@ -287,11 +288,11 @@ class SearchOutcome:
         return self.result.removed
 
 
-def condition(session: Session, objective: Objective) -> dict[str, Any]:
+def calibration_description(session: Session, objective: Objective) -> dict[str, Any]:
     """Everything a calibration loss depends on besides the removed set: the score store's key
-    (:mod:`depthprune.score_store`). The kernels and thread count are in it because they change
+    (:mod:`depthprune.scoring.score_store`). The kernels and thread count are in it because they change
     float rounding; the code and library versions so that older code's losses never match."""
-    from depthprune.kernel_identity import kernel_record
+    from depthprune.model.kernel_identity import kernel_record
 
     gpu = (torch.cuda.get_device_name(torch.device(session.device))
            if session.device.startswith("cuda") and torch.cuda.is_available() else None)
@@ -330,7 +331,7 @@ def make_result(session: Session, calib: Calibration, outcome: SearchOutcome, id
                 evaluation: EvalResult | None = None, eval_config: EvalConfig | None = None,
                 dense: EvalResult | None = None, cell: str | None = None,
                 protected: tuple[int, ...] = ()) -> dict[str, Any]:
-    """The one result schema (:mod:`depthprune.result`) for a search (and its evaluation)."""
+    """The one result schema (:mod:`depthprune.results.schema`) for a search (and its evaluation)."""
     r = outcome.result
     run_settings = settings(ident, calib.objective.params(), r.params, eval_config if evaluation else None,
                             session.batch_size, session.device, session.dtype, protected, outcome.use_prior)
@@ -386,14 +387,14 @@ def count_layers(model: str | ModelSpec, allow_download: bool = False) -> int:
     return int(config.num_hidden_layers)
 
 
-__all__ = ["COUNTING", "Calibration", "SearchOutcome", "Session", "check_budget", "condition", "count_layers", "identity",
+__all__ = ["COUNTING", "Calibration", "SearchOutcome", "Session", "check_budget", "calibration_description", "count_layers", "identity",
            "make_result", "resolve_dtype", "save_pruned", "settings"]
 
 
 def save_pruned(session: Session, result: dict[str, Any], out_dir: str | Path) -> Path:
     """Delete the removed blocks and write a standard HF checkpoint (+ tokenizer, + the result).
 
-    The in-memory model is pruned physically (:func:`depthprune.masking.prune_layers`); the
+    The in-memory model is pruned physically (:func:`depthprune.model.masking.prune_layers`); the
     session cannot search again afterwards.
     """
     out = Path(out_dir)

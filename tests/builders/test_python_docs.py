@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from depthprune.builders import python_docs as build
-from depthprune.models import REAL_ASSETS
-from depthprune.profiles import get_profile
+from depthprune.data.profiles import get_profile
+from depthprune.model import REAL_ASSETS
 
 MANIFEST = build.read_manifest()
 
@@ -100,7 +100,7 @@ def test_lambada_targets_are_recoverable_from_the_passage():
 
 @pytest.mark.parametrize("answer", ["label", "cloze", "option"])
 def test_commonsense_records_parse_in_every_answer_form(answer):
-    from depthprune.data import load_choice_items, parse_commonsense_record
+    from depthprune.data.sources import load_choice_items, parse_commonsense_record
 
     train = build.read_jsonl(build.TASKS / "data" / "real_nextsent" / "train.jsonl")
     records = json.loads((build.DATA / "commonsense" / "train.json").read_text())
@@ -158,7 +158,7 @@ def test_real_tasks_load_in_lm_eval():
 def test_shipped_task_loaders_are_what_the_builders_write():
     """The tiny and real profiles' lm-eval ``utils.py`` are generated from one template."""
     from depthprune.builders.python_docs import _UTILS
-    from depthprune.models import REAL_ASSETS, TINY_ASSETS
+    from depthprune.model import REAL_ASSETS, TINY_ASSETS
     from depthprune.tiny.fixtures import UTILS_PY
 
     assert (REAL_ASSETS / "tasks" / "utils.py").read_text(encoding="utf-8") == _UTILS

@@ -82,7 +82,7 @@ def test_cheap_baselines_recompute_and_stay_at_chance(task):
 
 
 def test_margin_records_are_the_train_splits_in_cloze_form():
-    from depthprune.data import parse_commonsense_record
+    from depthprune.data.sources import parse_commonsense_record
 
     records = json.loads((OUT / "commonsense" / "mc_train.json").read_text(encoding="utf-8"))
     expected = [(f"real_{t}", it) for t in mc_tasks.TASKS for it in TASKS[t][0]]
@@ -146,7 +146,7 @@ def test_frozen_dense_accuracy_is_well_above_chance(model):
     """The measured dense accuracies (depthprune measure wordnet-accuracy): every task's full test split,
     the headline metric >= chance + 10 points at the lower end of its clustered 95% interval."""
     from depthprune.cards.wordnet_accuracy import HEADLINE
-    from depthprune.models import REAL_ASSETS
+    from depthprune.model import REAL_ASSETS
 
     path = REAL_ASSETS / "models" / model / "mc_tasks.json"
     measured = json.loads(path.read_text(encoding="utf-8"))

@@ -11,7 +11,7 @@ import pytest
 
 import depthprune.cards.card as card
 from depthprune.cards.measure import render
-from depthprune.models import REAL_MODELS
+from depthprune.model import REAL_MODELS
 
 
 @pytest.mark.parametrize("model_id", sorted(REAL_MODELS))

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from depthprune.cli import main
-from depthprune.grid.results import ResultFileError, iter_results, write_result
 from depthprune.report.readme import END, START
-from depthprune.result import to_json
+from depthprune.results.schema import to_json
+from depthprune.results.store import ResultFileError, iter_results, write_result
 from tests.fixtures import result_v2
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -81,7 +81,7 @@ def test_the_block_is_rewritten_in_place_and_only_there(tmp_path):
 
 def test_report_command_rewrites_the_readme_beside_it_unless_told_not_to(tmp_path):
     from depthprune.cli import main
-    from depthprune.grid.results import write_result
+    from depthprune.results.store import write_result
     from tests.fixtures import result_v2
 
     results = tmp_path / "results"

@@ -14,10 +14,11 @@ import pytest
 from depthprune.builders import calibration_pool as pool
 from depthprune.builders.python_docs import DATA, frozen_split, read_manifest
 from depthprune.cli import main as cli
-from depthprune.data import parse_shard, take_shard
+from depthprune.common.params import parse_shard
+from depthprune.data.profiles import get_profile
+from depthprune.data.sources import take_shard
 from depthprune.experiments import calibration_curve as cc
 from depthprune.objectives import make_objective
-from depthprune.profiles import get_profile
 
 
 def test_shards_are_disjoint_and_cover_the_pool():

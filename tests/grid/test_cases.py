@@ -231,7 +231,7 @@ def test_the_tiny_ci_slice_covers_every_searcher_objective_budget_and_two_archit
     """What tiny.toml's [ci] comment promises, so that a cheaper pick cannot drop a searcher."""
     import json
 
-    from depthprune.models import MODELS
+    from depthprune.model import MODELS
 
     grid = load_grid(ROOT / "cases" / "tiny.toml")
     cells = {c.id: c for c in grid.cells()}

@@ -18,7 +18,7 @@ from depthprune.grid.reference import (
     write_public_references,
     write_reference,
 )
-from depthprune.result import Result
+from depthprune.results.schema import Result
 from tests.fixtures import stored_identity
 
 
@@ -147,7 +147,7 @@ def test_a_kernel_sensitive_searchers_other_set_is_not_checkable_on_other_kernel
 
 
 def _fingerprinted(env: dict, fp32: str, bf16: str) -> dict:
-    from depthprune.kernel_identity import VERSION
+    from depthprune.model.kernel_identity import VERSION
 
     fp = {"version": VERSION, "threads": env.get("torch_threads", 1), "float32": fp32, "bfloat16": bf16}
     return {**env, "kernels": {**env["kernels"], "fingerprint": fp}}

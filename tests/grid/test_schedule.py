@@ -47,6 +47,7 @@ def test_durations_come_from_results_and_a_bad_file_is_named(tmp_path):
     r = {"cell": "x", "cost": {"seconds": 12.0, "shared_seconds": 2.0, "dense_seconds": 1.0, "eval_seconds": 5.0}}
     assert durations_from_results([r]) == {"x": 14.0}
     assert load_durations("nothing", tmp_path) == {}
-    (tmp_path / "g.json").write_text(json.dumps({"cells": {}}))
+    (tmp_path / "durations").mkdir()
+    (tmp_path / "durations" / "g.json").write_text(json.dumps({"cells": {}}))
     with pytest.raises(ValueError, match="g.json"):
         load_durations("g", tmp_path)

@@ -12,7 +12,9 @@ import pytest
 
 from depthprune.grid.cases import Cell, load_grid
 from depthprune.grid.reference import compare, make_reference
-from depthprune.grid.results import (
+from depthprune.model import STAND_IN_MARKER
+from depthprune.results.schema import Result
+from depthprune.results.store import (
     STAND_IN_DIR_MARKER,
     ResultError,
     claim_results_dir,
@@ -20,8 +22,6 @@ from depthprune.grid.results import (
     iter_results,
     write_result,
 )
-from depthprune.models import STAND_IN_MARKER
-from depthprune.result import Result
 from tests.fixtures import result_v2
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +83,7 @@ def test_grid_runner_refuses_to_mix_stand_ins_and_real_results(tmp_path, monkeyp
 
 def test_a_pruned_stand_in_is_still_a_stand_in(tmp_path, llama_dir):
     """save_pruned of a stand-in session writes the marker, so the pruned copy never loads as real."""
-    from depthprune.models import is_stand_in
+    from depthprune.model import is_stand_in
     from depthprune.recipe import Session, save_pruned
 
     model_dir = tmp_path / "stand-in"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from depthprune.grid.time_split import per_phase, per_searcher, repeats
-from depthprune.result import Result
+from depthprune.results.schema import Result
 from tests.fixtures import stored_identity
 
 
@@ -42,7 +42,7 @@ def test_phases_leave_the_rest_of_wall_times_workers_as_other():
 
 
 def test_an_energy_computed_by_two_cells_of_a_condition_is_counted_twice():
-    passes = 4 + 5 * 4  # depthprune.gates.energy_passes(4): forwards
+    passes = 4 + 5 * 4  # depthprune.scoring.gates.energy_passes(4): forwards
     cells = [_result("cbo", [{0, 1}], [0, 1]), _result("cbo", [{0, 1, 2}], [0, 1, 2])]
     for cell, here in zip(cells, (passes + 2, passes + 3)):
         cell["cost"].update(layer_backwards=20, layer_forwards_here=here)

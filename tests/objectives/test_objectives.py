@@ -7,11 +7,11 @@ import json
 import pytest
 import torch
 
-from depthprune.data import load_choice_items
-from depthprune.masking import skip_layers
+from depthprune.data.profiles import PAPER, get_profile
+from depthprune.data.sources import load_choice_items
+from depthprune.model.masking import skip_layers
 from depthprune.objectives import make_objective
-from depthprune.profiles import PAPER, get_profile
-from depthprune.scoring import Scorer
+from depthprune.scoring.scorer import Scorer
 from tests.fixtures import char_tokenizer, random_model, random_text, write_jsonl
 
 LABELS = ["yes", "no", "maybe"]  # the character tokenizer has no digits

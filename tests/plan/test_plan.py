@@ -25,7 +25,7 @@ from depthprune.plan import (
     plan_grid,
     simulate,
 )
-from depthprune.scoring import Scorer
+from depthprune.scoring.scorer import Scorer
 from depthprune.search import SEARCHERS, get_searcher
 from depthprune.search.base import PLANNED, Bounds, Searcher
 
@@ -71,7 +71,7 @@ def test_planner_counts_what_a_private_scorer_runs(tiny, name):
 def test_check_result_recounts_a_grid_result(tiny, name, tmp_path):
     """The rehearsal check: a result written by the recipe is re-counted from its recorded losses."""
     from depthprune.recipe import identity, make_result
-    from depthprune.result import Result, to_json
+    from depthprune.results.schema import Result, to_json
 
     session, calib = tiny
     outcome = calib.search(name, BUDGET, seed=0)
@@ -96,7 +96,7 @@ def test_check_result_recounts_a_grid_result(tiny, name, tmp_path):
 
 def test_the_check_names_what_it_cannot_recount_instead_of_failing(tmp_path, capsys):
     """bi ranks by the dense model's Block Influence, bo fits a GP, cbo reads gate gradients: said, not failed."""
-    from depthprune.result import to_json
+    from depthprune.results.schema import to_json
     from tests.fixtures import result_v2
 
     (tmp_path / "g").mkdir()

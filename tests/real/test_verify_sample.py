@@ -2,7 +2,7 @@
 
 ``pytest bench --grid real-ci`` (docs/real-models.md) runs two cells end to end (smollm2-135m ppl oneshot M7,
 gemma3-270m margin oneshot M4) against references made in bf16 on AMX; on a CPU without AMX it checks them
-across precisions (depthprune.grid.forks), which costs 300-580 s of a worker, so CI's tox runs the grid with
+across precisions (depthprune.verify.forks), which costs 300-580 s of a worker, so CI's tox runs the grid with
 ``DEPTHPRUNE_ACROSS=off`` and the slice skips there. This check takes its place on every CPU: the same two
 cells of ``archive/real.jsonl.xz`` (the reference's archived runs: the slice calibrates as the real grid
 does), re-measured in whatever precision this machine runs (``auto``) against the shipped bands
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from depthprune.grid.cases import load_grid
-from depthprune.result import Result
+from depthprune.results.schema import Result
 from depthprune.verify.bands import load_table
 from depthprune.verify.findings import finding_of
 from depthprune.verify.remeasure import CI, FAILED, NOT_VERIFIED, remeasure, sets_to_check

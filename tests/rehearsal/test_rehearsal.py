@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from depthprune.data.profiles import PAPER
 from depthprune.grid.cases import Cell, load_grid
-from depthprune.models import PAPER_MODELS
-from depthprune.profiles import PAPER
+from depthprune.model import PAPER_MODELS
 from depthprune.rehearsal.stand_ins import STAND_INS, stand_in_config, tokenizer_config, tokenizer_json, train_bpe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,7 +120,7 @@ def test_stock_hellaswag_reads_the_cache_with_its_own_processing(datasets_cache)
 
 def test_commonsense_stand_in_has_the_real_record_fields(tmp_path, monkeypatch):
     """commonsense_170k.json behind DEPTHPRUNE_DATA_COMMONSENSE170K: the label form parses every record."""
-    from depthprune.data import load_choice_items
+    from depthprune.data.sources import load_choice_items
 
     records = json.loads((ROOT / "src/depthprune/assets/tiny/data/commonsense/train.json").read_text())
     path = tmp_path / "commonsense_170k.json"
@@ -138,7 +138,7 @@ def test_commonsense_stand_in_has_the_real_record_fields(tmp_path, monkeypatch):
 
 def test_cost_check_flags_counts_the_searcher_does_not_predict():
     from depthprune.rehearsal.checks import check_cost, expected_requests
-    from depthprune.scoring import replay_cost
+    from depthprune.scoring.scorer import replay_cost
 
     grid = load_grid(ROOT / "cases" / "paper.toml")
     cell = Cell("paper", "llama3-8b", "ppl", "oneshot", 7)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from depthprune.report import claims
-from depthprune.result import Result
+from depthprune.results.schema import Result
 from tests.fixtures import result_v2
 
 SEVEN = ["oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs"]

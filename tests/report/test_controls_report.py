@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from depthprune.report import controls
-from depthprune.result import Result
+from depthprune.results.schema import Result
 from tests.fixtures import stored_identity
 
 
@@ -143,7 +143,7 @@ def scored(r, seed):
     """``r`` with per-item outcomes on the paper profile's tasks (200 items each) and the avg_acc they give."""
     import numpy as np
 
-    from depthprune.profiles import get_profile
+    from depthprune.data.profiles import get_profile
 
     prof, rng = get_profile("paper"), np.random.default_rng(seed)
     outcomes, means = {}, []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from depthprune.grid.cases import Tolerance
 from depthprune.grid.reference import make_reference, write_reference
 from depthprune.report.precision import float32_view, grid_rows, pairs, render_precision
-from depthprune.result import Result
+from depthprune.results.schema import Result
 from tests.fixtures import stored_identity
 
 

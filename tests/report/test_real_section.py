@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from depthprune.grid.results import iter_dense
 from depthprune.report import reported
 from depthprune.report.sections import real_section as _real_section
+from depthprune.results.store import iter_dense
 
 ARCHIVE = Path(__file__).resolve().parents[2] / "archive"
 

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from depthprune.grid.results import write_result
 from depthprune.report import analysis, verdicts, write_report
+from depthprune.results.store import write_result
 from tests.fixtures import result_v2
 
 
@@ -91,8 +91,7 @@ def test_a_stale_page_goes_and_a_hand_written_one_stays(tmp_path):
 
 
 def test_paired_difference_sees_a_real_gap_and_not_noise():
-    from depthprune.evaluate import headline
-
+    from depthprune.data.protocol import headline
     rng = __import__("random").Random(0)
     base = "".join(rng.choice("01") for _ in range(200))
     better = "".join("1" if (c == "1" or rng.random() < 0.3) else "0" for c in base)  # ~15 points better

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from depthprune.cli import main
-from depthprune.masking import prune_layers, skip_layers
-from depthprune.models import TINY_MODELS, WeightsUnavailable, load_model
+from depthprune.model import TINY_MODELS, WeightsUnavailable, load_model
+from depthprune.model.masking import prune_layers, skip_layers
 from depthprune.speed import costs
 from depthprune.speed.compare import rebuild
 from depthprune.speed.timing import Workload, run_decode, spread
@@ -150,7 +150,7 @@ def test_bad_removed_set_refused(remove, words, tmp_path, capsys):
 
 
 def test_result_of_another_model_refused(tmp_path, capsys):
-    from depthprune.grid.results import write_result
+    from depthprune.results.store import write_result
 
     path = tmp_path / "cell.json"
     write_result(path, result_v2("tiny-qwen3", "ppl", "greedy", [1, 2], 1.0, budget=2))
@@ -212,7 +212,7 @@ def test_speed_on_stand_in(tmp_path):
 
 def test_grid_results_measured_once_per_set(tmp_path, capsys):
     """``--results DIR --grid G``: two cells that removed the same set are measured once, listed together."""
-    from depthprune.grid.results import write_result
+    from depthprune.results.store import write_result
 
     results = tmp_path / "results"
     for search, removed in (("greedy", [2, 6]), ("oneshot", [2, 6]), ("beam", [3, 6])):
@@ -224,7 +224,7 @@ def test_grid_results_measured_once_per_set(tmp_path, capsys):
     assert [(r["removed"], len(r["cells"])) for r in record["sets"]] == [([2, 6], 2), ([3, 6], 1)]
     assert record["machine"]["torch"] and record["grid"] == "g"
     # a speed record beside results (archive/speed-<grid>.json) is no result to the results readers
-    from depthprune.grid.results import iter_results
+    from depthprune.results.store import iter_results
 
     (results / "speed-g.json").write_text(out.read_text())
     assert len(list(iter_results([results]))) == 3
@@ -235,7 +235,7 @@ def test_grid_results_measured_once_per_set(tmp_path, capsys):
 def test_a_stopped_grid_run_resumes_from_its_journal(tmp_path, capsys, monkeypatch):
     """A grid run stopped after its first set keeps that row in ``<json>.partial``; the rerun measures
     only the rest, the journal goes once the archive is written, and a journal of other settings is refused."""
-    from depthprune.grid.results import write_result
+    from depthprune.results.store import write_result
     from depthprune.speed import cells
 
     results = tmp_path / "results"

@@ -238,8 +238,8 @@ def test_check_margin_and_accuracy_match_plain_forwards(checked):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from depthprune.data import load_choice_items
-    from depthprune.profiles import TINY
+    from depthprune.data.profiles import TINY
+    from depthprune.data.sources import load_choice_items
 
     d, res = checked
     tok = AutoTokenizer.from_pretrained(d)
@@ -261,9 +261,9 @@ def test_check_sweep_is_single_block_removal(checked):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from depthprune.data import calibration_windows, load_texts
-    from depthprune.masking import prune_layers
-    from depthprune.profiles import TINY
+    from depthprune.data.profiles import TINY
+    from depthprune.data.sources import calibration_windows, load_texts
+    from depthprune.model.masking import prune_layers
 
     d, res = checked
     sweep = res["single_layer_removal"]
@@ -301,7 +301,7 @@ def test_check_writes_card_and_readme(checked):
 def test_shipped_cards_come_from_the_core(name):
     """The committed cards hold the current check's sections, at the tiny profile's sizes, and
     their dense validation loss is what the ppl objective measures now (a stale card fails)."""
-    from depthprune.profiles import TINY
+    from depthprune.data.profiles import TINY
     from depthprune.recipe import Session
 
     ev = json.loads((ASSETS / "models" / name / "card.json").read_text())["evaluation"]

@@ -107,16 +107,16 @@ def test_bands_are_cross_fitted_and_measured_once_per_measurement(cell):
             (PAIR, model, 1 - mine, 2, 100, {"c4": [0.001]})]
     checks = {(PAIR, model): {"evaluations": 40, "windows": {"c4": 900}}}
     table = bands.measure([(PAIR, "ppl", model, (1,), 3.0, 3.0003, 3.0)], {"command": "test"}, None, rows, {}, checks)
-    got = ev.lookup(table, "bf16/amx", "fp32/cpu-avx2", model, cell["removed"])
+    got = ev.evaluation_band(table, "bf16/amx", "fp32/cpu-avx2", model, cell["removed"])
     assert got.fold == 1 - mine and got.rate == pytest.approx(beta.ppf(0.95, 3 + 1, 200 - 3)) and got.rule == "E3"
     rms = math.sqrt((0.002 ** 2 + 0.001 ** 2) / 3)
     s_up = rms * math.sqrt(3 / chi2.ppf(0.05, 3))
     assert got.window_sigma["c4"] == pytest.approx(s_up) and got.flagged is None
     assert got.windows["c4"] == pytest.approx(s_up * norm.ppf(1 - 0.05 / 1800))
     assert got.allowed(263) == binom.ppf(1 - 0.05 / 40, 263, got.rate) > got.rate * 263
-    other = ev.lookup(table, "bf16/amx", "fp32/cpu-avx512", "tiny-qwen3", [0])
+    other = ev.evaluation_band(table, "bf16/amx", "fp32/cpu-avx512", "tiny-qwen3", [0])
     assert other.flagged and other.rate == pytest.approx(beta.ppf(0.95, 51, 50))
-    assert ev.lookup(table, "bf16/amx", "bf16/avx512-bf16", cell.identity.model, cell["removed"]) is None
+    assert ev.evaluation_band(table, "bf16/amx", "bf16/avx512-bf16", cell.identity.model, cell["removed"]) is None
     again = bands.measure([(PAIR, "ppl", "tiny-qwen3", (1,), 3.0, 3.0003, 3.0)], {"command": "again"}, table, [])
     assert set(again["measurements"]) == {"m1", "m2"}
     assert {r["measured_by"] for r in again["bands"]} == {"m1", "m2"}
@@ -127,7 +127,7 @@ def test_bands_are_cross_fitted_and_measured_once_per_measurement(cell):
 def test_an_e2_row_still_serves_and_says_so(cell):
     row = {"pair": PAIR, "model": cell.identity.model, "fold": 1 - bands.fold(cell.identity.model, cell["removed"]),
            "rate": 0.02, "windows": {"c4": 0.01}, "rule": "E2"}
-    got = ev.lookup({"evaluation": [row]}, "bf16/amx", "fp32/cpu-avx2", cell.identity.model, cell["removed"])
+    got = ev.evaluation_band({"evaluation": [row]}, "bf16/amx", "fp32/cpu-avx2", cell.identity.model, cell["removed"])
     assert got.rule == "E2" and got.allowed(263) == 5 and got.items_z(9, 263) is None
     assert got.measured_for.endswith("| rule E2")
 

@@ -103,15 +103,15 @@ def test_rule_5_weighs_a_set_by_its_distance_from_the_dense_loss_and_measures_it
     assert row0["band"] == pytest.approx(_upper([0.01, 0.01, 0.02], 300)) and row0["sets"] == 3
     assert [tuple(m[0]) for m in row0["measuring_sets"]] == sorted(zero)  # kept, to recompute a later rule from
     target = one[0]  # a set of fold 1 is checked against fold 0's band
-    far = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", model, -7.0, target, dense)
+    far = bands.loss_band(table, "bf16/amx", "fp32/cpu-avx2", "margin", model, -7.0, target, dense)
     assert far.rule == 5 and far.weight == pytest.approx(3.5) and far.nats == pytest.approx(row0["band"] * 3.5)
     assert far.measured_for.endswith("rule 5, measured on fold 0") and far.flagged is None
-    near = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", model, dense, target, dense)
+    near = bands.loss_band(table, "bf16/amx", "fp32/cpu-avx2", "margin", model, dense, target, dense)
     assert near.nats == pytest.approx(row0["band"])
     row1 = next(r for r in table["bands"] if r["fold"] == 1)
-    other = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", model, dense, zero[0], dense)
+    other = bands.loss_band(table, "bf16/amx", "fp32/cpu-avx2", "margin", model, dense, zero[0], dense)
     assert other.nats == pytest.approx(row1["band"]) and other.nats > near.nats
-    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "margin", model, 1.0, target, 0.0) is None  # no scale
+    assert bands.loss_band(table, "bf16/amx", "fp32/cpu-avx2", "margin", model, 1.0, target, 0.0) is None  # no scale
 
 
 def test_a_rule_4_row_serves_a_caller_without_a_set_and_a_set_without_a_rule_5_row():
@@ -122,10 +122,10 @@ def test_a_rule_4_row_serves_a_caller_without_a_set_and_a_set_without_a_rule_5_r
     rule5 = {"pair": pair, "objective": "ppl", "model": "m", "kind": "distance", "band": 0.5, "rms_upper": 0.1,
              "rule": 5, "fold": 1 - bands.fold("m", (3,)), "measured_by": "m2"}
     table = {"bands": [rule4, rule5]}
-    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "m", 2.0).nats == pytest.approx(0.02)
-    assert bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "m", 2.0, (3,), 2.0).nats == pytest.approx(0.5)
+    assert bands.loss_band(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "m", 2.0).nats == pytest.approx(0.02)
+    assert bands.loss_band(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "m", 2.0, (3,), 2.0).nats == pytest.approx(0.5)
     no_row = next(s for s in [(i,) for i in range(16)] if bands.fold("m", s) != bands.fold("m", (3,)))
-    fallback = bands.lookup(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "m", 2.0, no_row, 2.0)
+    fallback = bands.loss_band(table, "bf16/amx", "fp32/cpu-avx2", "ppl", "m", 2.0, no_row, 2.0)
     assert fallback.rule == 4 and fallback.nats == pytest.approx(0.02)
 
 
@@ -162,7 +162,7 @@ def test_rule_5_fails_normal_rounding_at_most_alpha_and_a_heavy_tail_often(tail,
 def test_a_rule_3_row_still_serves_and_says_so():
     row = {"pair": "a | b", "objective": "ppl", "model": "m", "kind": "relative", "band": 0.01, "rule": 3,
            "measured_by": "m1"}
-    band = bands.lookup({"bands": [row]}, "a", "b", "ppl", "m", 2.0)
+    band = bands.loss_band({"bands": [row]}, "a", "b", "ppl", "m", 2.0)
     assert band.nats == pytest.approx(0.02) and band.rule == 3 and band.sigma is None and band.z(1.0) is None
     assert band.measured_for.endswith("| rule 3")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from depthprune.cli import main
-from depthprune.result import to_json
+from depthprune.results.schema import to_json
 from depthprune.verify.replay import FAILED, PARTIAL, REPLAYED, replay
 from depthprune.verify.run import select_cells
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from depthprune.builders.debian import package_version
 from depthprune.builders.python_docs import DATA, LICENSE, _write_manifest, frozen_split, read_manifest
-from depthprune.jsonio import write_jsonl
+from depthprune.common.jsonio import write_jsonl
 
 SOURCES = Path("/usr/share/doc/python3.11/html/_sources")
 SECTIONS = ("tutorial", "howto", "faq")

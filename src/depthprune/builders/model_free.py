@@ -40,7 +40,7 @@ from functools import cache, lru_cache, partial
 from pathlib import Path
 from typing import Any
 
-from depthprune.jsonio import read_json, read_jsonl
+from depthprune.common.jsonio import read_json, read_jsonl
 
 Item = Mapping[str, Any]
 Scores = list[list[float]]

@@ -59,7 +59,7 @@ before any model was run on them):
   sentence: <context>`` + ``EndingK: <option>`` lines + ``Answer format:
   ending1/ending2/ending3/ending4``, answer ``endingK``), so that ``answer="label"`` scores the
   listed option's label and ``answer="cloze"`` scores the option as the continuation of the
-  context (the ``ending`` path of :func:`depthprune.data.parse_commonsense_record`).
+  context (the ``ending`` path of :func:`depthprune.data.sources.parse_commonsense_record`).
 """
 
 from __future__ import annotations
@@ -73,9 +73,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from depthprune import jsonio
-from depthprune.model_registry import REAL_ASSETS
-from depthprune.task_files import lambada_task, loader_module, multiple_choice_task
+from depthprune.common import jsonio
+from depthprune.evaluation.task_files import lambada_task, loader_module, multiple_choice_task
+from depthprune.model.registry import REAL_ASSETS
 
 DATA = REAL_ASSETS / "data"
 TASKS = REAL_ASSETS / "tasks"
@@ -388,16 +388,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``depthprune build real STAGE``: the frozen splits, the tasks from them, the card (``check``)."""
+    """``depthprune build real STAGE``: the frozen splits and the tasks from them; the card (``check``) is the
+    cards' measure, which the CLI runs after this (:mod:`depthprune.cli.build_real`): a builder does not call the
+    cards that read its output."""
     if args.stage in ("data", "all"):
         m = build_data()
         print(json.dumps({k: {"documents": v["documents"], "words": v["words"]} for k, v in m["splits"].items()}))
     if args.stage in ("tasks", "all"):
         print(json.dumps(build_tasks()))
-    if args.stage in ("check", "all"):
-        from depthprune.cards import measure as check
-
-        defaults = argparse.ArgumentParser()
-        check.add_arguments(defaults)
-        check.run(defaults.parse_args([]))
     return 0

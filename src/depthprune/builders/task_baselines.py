@@ -33,8 +33,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from depthprune import jsonio
 from depthprune.builders import model_free as bl
+from depthprune.common import jsonio
 
 #: profile -> its lm-eval tasks (the paper's names) read here; the real WordNet tasks have the richer
 #: frozen set of their builder (depthprune/assets/real/tasks/mc/baselines.json) instead
@@ -172,7 +172,7 @@ def build(seed: int = SEED) -> dict[str, Any]:
     """The frozen file's content: every :data:`SHIPPED` task's baselines, with how they were made."""
     import lm_eval
 
-    from depthprune.profiles import PROFILES
+    from depthprune.data.profiles import PROFILES
 
     tasks = {}
     for profile, names in SHIPPED.items():

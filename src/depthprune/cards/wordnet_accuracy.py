@@ -23,7 +23,7 @@ from typing import Any
 
 from depthprune.builders import model_free as bl
 from depthprune.builders.wordnet import tasks as mc_tasks
-from depthprune.jsonio import dumps
+from depthprune.common.jsonio import dumps
 from depthprune.report.intervals import wilson
 
 HEADLINE = {task: "acc" for task in mc_tasks.TASKS}
@@ -31,7 +31,7 @@ HEADLINE = {task: "acc" for task in mc_tasks.TASKS}
 
 def profile(tasks: tuple[str, ...] = mc_tasks.TASKS):
     """The real profile with the WordNet tasks as its zero-shot tasks (headline: acc)."""
-    from depthprune.profiles import REAL
+    from depthprune.data.profiles import REAL
 
     return dataclasses.replace(REAL, tasks=tasks, headline={t: HEADLINE[t] for t in tasks})
 

@@ -19,10 +19,11 @@ import os
 import sys
 
 from depthprune.cli.common import check_destination, objective_params_from_flags, result_summary
-from depthprune.cli.errors import EXIT_FAILURE, EXIT_USAGE, UsageError
-from depthprune.jsonio import JSONFileError
+from depthprune.cli.errors import EXIT_FAILURE, EXIT_USAGE
+from depthprune.common.errors import InputError
+from depthprune.common.jsonio import JSONFileError
 
-__all__ = ["EXIT_FAILURE", "EXIT_USAGE", "UsageError", "build_parser", "check_destination", "main",
+__all__ = ["EXIT_FAILURE", "EXIT_USAGE", "build_parser", "check_destination", "main",
            "objective_params_from_flags", "result_summary"]
 
 
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None, prog: str = "depthprune") -> int:
     try:
         status: int = args.func(args)
         return status
-    except (UsageError, JSONFileError) as err:  # a broken result (ResultFileError) or other JSON file is bad input
+    except (InputError, JSONFileError) as err:  # a broken result (ResultFileError) or other JSON file is bad input
         # too: exit 2, naming it
         print(f"depthprune {label}: error: {err}", file=sys.stderr)
         return EXIT_USAGE

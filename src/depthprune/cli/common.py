@@ -14,10 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from depthprune.cli.errors import UsageError
+from depthprune.common.errors import InputError
 
 if TYPE_CHECKING:
-    from depthprune.result import Result
+    from depthprune.results.schema import Result
 
 
 def layers_arg(text: str) -> tuple[int, ...]:
@@ -77,26 +77,26 @@ def check_destination(path: str | None, flag: str, kind: str = "file", overwrite
     p = Path(path).expanduser()
     if p.exists():
         if kind == "file" and p.is_dir():
-            raise UsageError(f"{flag} {path}: is a directory, expected a file path")
+            raise InputError(f"{flag} {path}: is a directory, expected a file path")
         if kind == "dir" and not p.is_dir():
-            raise UsageError(f"{flag} {path}: exists and is not a directory")
+            raise InputError(f"{flag} {path}: exists and is not a directory")
         if kind == "dir" and any(p.iterdir()) and not overwrite:
-            raise UsageError(f"{flag} {path}: directory exists and is not empty (pass --overwrite)")
+            raise InputError(f"{flag} {path}: directory exists and is not empty (pass --overwrite)")
     ancestor = p if kind == "dir" and p.is_dir() else p.parent
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise UsageError(f"{flag} {path}: {ancestor} is not a directory")
+        raise InputError(f"{flag} {path}: {ancestor} is not a directory")
     try:
         with tempfile.TemporaryFile(dir=ancestor, prefix=".depthprune-probe-"):
             pass
     except OSError as err:
-        raise UsageError(f"{flag} {path}: cannot create files in {ancestor} ({err.strerror or err})") from None
+        raise InputError(f"{flag} {path}: cannot create files in {ancestor} ({err.strerror or err})") from None
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
     """The flags that name a model and how to load it (``prune``, ``evaluate``)."""
-    from depthprune.profiles import PROFILES
+    from depthprune.data.profiles import PROFILES
 
     p.add_argument("--model", required=True, help="registry id (e.g. tiny-llama3, llama3-8b), local dir or Hub id")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
@@ -128,12 +128,12 @@ def objective_params_from_flags(args: argparse.Namespace) -> dict[str, Any]:
         target = next((f for f in candidates if f in fields), None)
         if target is None:
             applies = [n for n in OBJECTIVES.names() if set(candidates) & objective_fields(n)]
-            raise UsageError(f"{flag} does not apply to --objective {args.objective} (it has no "
+            raise InputError(f"{flag} does not apply to --objective {args.objective} (it has no "
                              f"{' or '.join(candidates)}); it applies to: {', '.join(applies)}")
         params[target] = value
     for key, value in args.objective_param or []:
         if key not in fields:
-            raise UsageError(f"--objective-param {key}: objective {args.objective!r} has no such parameter; "
+            raise InputError(f"--objective-param {key}: objective {args.objective!r} has no such parameter; "
                              f"allowed: {', '.join(sorted(fields))}")
         params[key] = value
     return params
@@ -162,17 +162,17 @@ def result_summary(result: Result) -> list[str]:
 
 
 def load_grid(cases: str, name: str) -> Any:
-    """The named grid of ``cases`` or a UsageError naming the flag and what is allowed."""
+    """The named grid of ``cases`` or a InputError naming the flag and what is allowed."""
     from depthprune.grid.cases import CaseFileError, load_grids
 
     if not Path(cases).is_dir():
-        raise UsageError(f"--cases {cases}: not a directory of case files")
+        raise InputError(f"--cases {cases}: not a directory of case files")
     try:
         grids = {g.name: g for g in load_grids(cases)}
     except CaseFileError as err:
-        raise UsageError(str(err)) from None
+        raise InputError(str(err)) from None
     if name not in grids:
-        raise UsageError(f"--grid {name}: no such grid in {cases}; allowed: {', '.join(grids)}")
+        raise InputError(f"--grid {name}: no such grid in {cases}; allowed: {', '.join(grids)}")
     return grids[name]
 
 

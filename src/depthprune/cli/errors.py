@@ -1,8 +1,5 @@
-"""Exit statuses and the usage error of every ``depthprune`` command.
-
-A leaf module (it imports nothing of the package), so the tool modules that ``depthprune build``,
-``depthprune measure`` and ``depthprune rehearsal`` run can raise :class:`depthprune.cli.errors.UsageError` without an
-import cycle: the CLI imports them, they import only this.
+"""Exit statuses of every ``depthprune`` command. Bad input is :class:`depthprune.common.errors.InputError`,
+raised by whichever room finds it; the CLI maps it to :data:`EXIT_USAGE`.
 """
 
 from __future__ import annotations
@@ -11,7 +8,3 @@ from __future__ import annotations
 EXIT_FAILURE = 1
 #: Bad input, found before anything is loaded or written.
 EXIT_USAGE = 2
-
-
-class UsageError(ValueError):
-    """Bad command-line input (exit status 2): ``depthprune`` prints it as one line naming the command."""

@@ -10,25 +10,27 @@ from pathlib import Path
 from typing import Any
 
 from depthprune.cli.common import check_destination, fraction, load_grid, positive
-from depthprune.cli.errors import EXIT_FAILURE, UsageError
+from depthprune.cli.errors import EXIT_FAILURE
+from depthprune.common import layout
+from depthprune.common.errors import InputError
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from depthprune.jsonio import write_json_atomic
+    from depthprune.common.jsonio import write_json_atomic
     from depthprune.plan import GPUS, Assumptions, ThroughputError, format_plan, load_throughput, plan_grid
 
     if args.grid is None and not args.check:
-        raise UsageError("--grid is required (or --check DIR to re-count measured results)")
+        raise InputError("--grid is required (or --check DIR to re-count measured results)")
     if args.gpu not in GPUS:
-        raise UsageError(f"--gpu {args.gpu!r} is unknown; allowed: {', '.join(GPUS)}")
+        raise InputError(f"--gpu {args.gpu!r} is unknown; allowed: {', '.join(GPUS)}")
     for d in [*(args.measured or []), *(args.check or [])]:
         if not Path(d).is_dir():
-            raise UsageError(f"--measured/--check {d}: not a directory of results")
+            raise InputError(f"--measured/--check {d}: not a directory of results")
     check_destination(args.json, "--json")
     try:
         throughput = None if args.throughput is None else load_throughput(args.throughput)
     except ThroughputError as err:
-        raise UsageError(f"--throughput {err}") from None
+        raise InputError(f"--throughput {err}") from None
     status = 0
     if args.check:
         status = _check_plan(args.check)
@@ -49,17 +51,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def _check_plan(dirs: list[str]) -> int:
     """Re-count each result of ``dirs`` from its recorded losses; 1 if any reproducible count differs."""
-    from depthprune.grid.results import iter_results
+    from depthprune.common.text_tables import markdown_table
     from depthprune.plan import NotRecorded, check_result
-    from depthprune.text_tables import markdown_table
+    from depthprune.results.store import iter_results
+    from depthprune.search import SEARCHERS
 
     rows, bad = [], 0
     results = [r for stand_in in (False, True) for r in iter_results(dirs, stand_in=stand_in)]
     for r in results:
         search = r.identity.search
-        if search in ("bo", "cbo", "bi"):
-            why = {"bo": "a GP fit per step (bounds only)", "cbo": "energy from gate gradients, not recorded",
-                   "bi": "it ranks by the dense model's Block Influence, not by scored sets"}[search]
+        why = SEARCHERS[search].not_recountable if search in SEARCHERS else ""
+        if why:
             rows.append([r["cell"], search, r["cost"]["evaluations"], r["cost"]["layer_forwards"], "-", "-",
                          f"not re-counted: {why}"])
             continue
@@ -90,8 +92,8 @@ def task_threads(executor: str, cpus_per_task: int, n_tasks: int) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
+    from depthprune.common.text_tables import markdown_table
     from depthprune.grid.cluster import make_tasks, outcome_rows, submit
-    from depthprune.text_tables import markdown_table
 
     grid = load_grid(args.cases, args.grid)
     extra = list(args.pytest_args or [])
@@ -100,13 +102,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
     check_destination(args.results, "--results", kind="dir")
     check_destination(args.report, "--report")
     if args.report and not args.wait:
-        raise UsageError("--report needs --wait (the report merges the tasks' results once they are done)")
+        raise InputError("--report needs --wait (the report merges the tasks' results once they are done)")
     try:
         tasks = make_tasks(grid, args.repo, args.results, args.cases, per=args.per, models=tuple(args.model or ()),
                            objectives=tuple(args.objective or ()), full_grid=not args.ci_slice, keyword=args.k,
                            extra=tuple(extra))
     except ValueError as err:
-        raise UsageError(f"--model/--objective/--repo: {err}") from None
+        raise InputError(f"--model/--objective/--repo: {err}") from None
     threads = task_threads(args.executor, args.cpus_per_task, len(tasks))
     tasks = [dataclasses.replace(t, threads=threads) for t in tasks]
     parameters: dict[str, Any] = {"timeout_min": args.timeout_min, "gpus_per_node": args.gpus_per_task,
@@ -145,7 +147,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("plan", help="expected layer-forwards, FLOPs, GPU-hours and memory of a grid, before it runs")
     p.add_argument("--grid", default=None, help="grid name (a case file's [grid] name, e.g. paper)")
-    p.add_argument("--cases", default="cases", help="directory of case files (default: ./cases)")
+    p.add_argument("--cases", default=layout.CASES, help="directory of case files (default: ./cases)")
     p.add_argument("--gpu", default="h100-80gb", help=f"GPU kind ({', '.join(GPUS)}; default h100-80gb)")
     p.add_argument("--gpus", type=positive(1), default=8, help="GPUs available, one worker each (default 8)")
     p.add_argument("--mfu", type=fraction, default=0.35, help="assumed model-FLOPs utilisation (default 0.35, ours)")
@@ -166,8 +168,8 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("submit", help="run a grid as a cluster job array (SLURM, via submitit), one task per model")
     p.add_argument("--grid", required=True, help="grid name (a case file's [grid] name, e.g. paper)")
-    p.add_argument("--cases", default="cases", help="directory of case files (default: ./cases)")
-    p.add_argument("--results", default="results", help="results directory on a shared filesystem (default: ./results)")
+    p.add_argument("--cases", default=layout.CASES, help="directory of case files (default: ./cases)")
+    p.add_argument("--results", default=layout.RESULTS, help="results directory on a shared filesystem (default: ./results)")
     p.add_argument("--repo", default=".", help="the checkout the tasks run bench/ from (default: .)")
     p.add_argument("--executor", choices=EXECUTORS, default="slurm",
                    help="slurm (a job array), local (subprocesses here, all at once) or debug (in this process)")

@@ -17,53 +17,55 @@ from depthprune.cli.common import (
     result_summary,
     tasks_arg,
 )
-from depthprune.cli.errors import EXIT_FAILURE, UsageError
+from depthprune.cli.errors import EXIT_FAILURE
+from depthprune.common import layout
+from depthprune.common.errors import InputError
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from depthprune.jsonio import write_json_atomic
-    from depthprune.models import WeightsUnavailable, resolve, resolve_device, resolve_dtype
+    from depthprune.common.jsonio import write_json_atomic
+    from depthprune.model import WeightsUnavailable, resolve, resolve_device, resolve_dtype
     from depthprune.objectives import OBJECTIVES, make_objective
     from depthprune.recipe import Session, check_budget, count_layers, identity, make_result, save_pruned
-    from depthprune.result import Result
+    from depthprune.results.schema import Result
     from depthprune.search import SEARCHERS, get_searcher
 
     # -- validate: everything that can be checked before loading weights (exit 2) --------
     try:
         spec = resolve(args.model)
     except WeightsUnavailable as err:
-        raise UsageError(f"--model {args.model}: {err}") from None
+        raise InputError(f"--model {args.model}: {err}") from None
     except ValueError as err:
-        raise UsageError(f"--model: {err}") from None
+        raise InputError(f"--model: {err}") from None
     if args.objective not in OBJECTIVES:
-        raise UsageError(f"--objective {args.objective!r} is unknown; allowed: {OBJECTIVES.allowed()}")
+        raise InputError(f"--objective {args.objective!r} is unknown; allowed: {OBJECTIVES.allowed()}")
     if args.search not in SEARCHERS:
-        raise UsageError(f"--search {args.search!r} is unknown; allowed: {SEARCHERS.allowed()}")
+        raise InputError(f"--search {args.search!r} is unknown; allowed: {SEARCHERS.allowed()}")
     search_params = dict(args.param or [])
     try:
         get_searcher(args.search, **search_params)
     except (TypeError, ValueError) as err:
-        raise UsageError(f"--param: {err}") from None
+        raise InputError(f"--param: {err}") from None
     objective_params = objective_params_from_flags(args)
     try:
         make_objective(args.objective, args.profile or spec.profile, **objective_params)
     except (TypeError, ValueError) as err:
-        raise UsageError(f"--objective-param: {err}") from None
+        raise InputError(f"--objective-param: {err}") from None
     try:
         resolve_dtype(args.dtype, resolve_device(args.device))
     except ValueError as err:
-        raise UsageError(f"--device/--dtype: {err}") from None
+        raise InputError(f"--device/--dtype: {err}") from None
     check_destination(args.save, "--save", kind="dir", overwrite=args.overwrite)
     check_destination(args.json, "--json")
     n_layers = count_layers(spec, args.allow_download)
     protected = args.protect or ()
     bad = [i for i in protected if not 0 <= i < n_layers]
     if bad:
-        raise UsageError(f"--protect {','.join(map(str, bad))}: {spec.id} has {n_layers} layers; allowed 0..{n_layers - 1}")
+        raise InputError(f"--protect {','.join(map(str, bad))}: {spec.id} has {n_layers} layers; allowed 0..{n_layers - 1}")
     try:
         check_budget(spec, n_layers, args.budget, protected)
     except ValueError as err:
-        raise UsageError(f"--{err}") from None
+        raise InputError(f"--{err}") from None
 
     # -- run (a failure here exits 1) -------------------------------------------------------
     session = Session.open(spec, profile=args.profile, device=args.device, dtype=args.dtype,
@@ -78,7 +80,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     for line in result_summary(Result.of(result)):
         print(line)
     if args.json:
-        from depthprune.result import to_json
+        from depthprune.results.schema import to_json
 
         write_json_atomic(args.json, to_json(result))
         print(f"wrote      {args.json}")
@@ -92,27 +94,27 @@ def cmd_cell(args: argparse.Namespace) -> int:
     from depthprune.grid.cases import CaseFileError, load_grids
     from depthprune.grid.reference import compare, format_failure, read_reference, reference_dtypes
     from depthprune.grid.runner import CellSkipped, GridRunner
-    from depthprune.result import Result
+    from depthprune.results.schema import Result
 
     if not Path(args.cases).is_dir():
-        raise UsageError(f"--cases {args.cases}: not a directory of case files")
+        raise InputError(f"--cases {args.cases}: not a directory of case files")
     try:
         grids = load_grids(args.cases)
     except CaseFileError as err:
-        raise UsageError(str(err)) from None
+        raise InputError(str(err)) from None
     found = [(g, c) for g in grids for c in g.cells() if c.id == args.cell and (args.grid in (None, g.name))]
     if not found:
         names = ", ".join(g.name for g in grids)
-        raise UsageError(f"cell {args.cell!r} is in no grid of {args.cases} ({names}); "
+        raise InputError(f"cell {args.cell!r} is in no grid of {args.cases} ({names}); "
                          "ids read <model>-<objective>-<searcher>-M<budget>")
     if len(found) > 1:
-        raise UsageError(f"cell {args.cell!r} is in grids {', '.join(g.name for g, _ in found)}; pass --grid")
+        raise InputError(f"cell {args.cell!r} is in grids {', '.join(g.name for g, _ in found)}; pass --grid")
     grid, cell = found[0]
     check_destination(args.results, "--results", kind="dir")
     try:
         runner = GridRunner(args.results, device=args.device, redo=args.redo)
     except ValueError as err:  # DEPTHPRUNE_SCORE_STORE
-        raise UsageError(str(err)) from None
+        raise InputError(str(err)) from None
     try:
         result = runner.result(grid, cell)
     except CellSkipped as reason:
@@ -142,31 +144,31 @@ def cmd_cell(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from depthprune.env import environment
-    from depthprune.evaluate import default_cache_dir
-    from depthprune.jsonio import write_json_atomic
-    from depthprune.models import WeightsUnavailable, resolve
-    from depthprune.profiles import get_profile
+    from depthprune.common.jsonio import write_json_atomic
+    from depthprune.common.text_tables import markdown_table
+    from depthprune.data.profiles import get_profile
+    from depthprune.evaluation.evaluate import default_cache_dir
+    from depthprune.model import WeightsUnavailable, resolve
     from depthprune.recipe import Session, count_layers
-    from depthprune.text_tables import markdown_table
+    from depthprune.results.provenance import environment
 
     try:
         spec = resolve(args.model)
     except (ValueError, WeightsUnavailable) as err:
-        raise UsageError(f"--model: {err}") from None
+        raise InputError(f"--model: {err}") from None
     profile = get_profile(args.profile or spec.profile)
     try:
         cfg = profile.eval_config(tasks=args.tasks, seq_len=args.seq_len, limit=args.limit,
                                   batch_size=args.batch_size, lambada=not args.no_lambada, adapter=args.adapter,
                                   perplexity=() if args.no_perplexity else None)
     except (TypeError, ValueError) as err:
-        raise UsageError(f"--tasks: {err}") from None
+        raise InputError(f"--tasks: {err}") from None
     check_destination(args.json, "--json")
     n_layers = count_layers(spec, args.allow_download)
     removed = args.remove or ()
     bad = [i for i in removed if not 0 <= i < n_layers]
     if bad or len(removed) >= n_layers:
-        raise UsageError(f"--remove {','.join(map(str, removed))}: {spec.id} has {n_layers} layers; "
+        raise InputError(f"--remove {','.join(map(str, removed))}: {spec.id} has {n_layers} layers; "
                          f"allowed: fewer than {n_layers} distinct indices in 0..{n_layers - 1}")
     session = Session.open(spec, profile=profile, device=args.device, dtype=args.dtype,
                            allow_download=args.allow_download)
@@ -187,7 +189,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add ``prune``, ``cell`` and ``evaluate`` to the ``depthprune`` subparsers ``sub``."""
-    from depthprune.evaluate import ADAPTERS
+    from depthprune.data.protocol import ADAPTERS
     from depthprune.objectives import OBJECTIVES
     from depthprune.search import SEARCHERS
 
@@ -218,9 +220,9 @@ def register(sub: Any) -> None:
     p = sub.add_parser("cell", help="run (or resume) one grid cell by its id, outside pytest")
     p.add_argument("cell", help="cell id, e.g. tiny-llama3-ppl-greedy-M3")
     p.add_argument("--grid", default=None, help="the grid, where an id is in several")
-    p.add_argument("--cases", default="cases", help="directory of case files (default: ./cases)")
-    p.add_argument("--results", default="results", help="results directory (default: ./results)")
-    p.add_argument("--reference-dir", default="reference", help="compare with the reference here, if any")
+    p.add_argument("--cases", default=layout.CASES, help="directory of case files (default: ./cases)")
+    p.add_argument("--results", default=layout.RESULTS, help="results directory (default: ./results)")
+    p.add_argument("--reference-dir", default=layout.REFERENCE, help="compare with the reference here, if any")
     p.add_argument("--redo", action="store_true", help="recompute even if a finished result exists")
     p.add_argument("--device", default=None, help="device (default: the grid's)")
     p.set_defaults(func=cmd_cell)

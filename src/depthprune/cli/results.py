@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from depthprune.cli.common import check_destination, positive
-from depthprune.cli.errors import EXIT_FAILURE, UsageError
+from depthprune.cli.errors import EXIT_FAILURE
+from depthprune.common import layout
+from depthprune.common.errors import InputError
 
 if TYPE_CHECKING:
-    from depthprune.result import Result
+    from depthprune.results.schema import Result
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -22,12 +24,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     for d in args.results:
         if not Path(d).is_dir():
-            raise UsageError(f"--results {d}: not a directory")
+            raise InputError(f"--results {d}: not a directory")
     check_destination(args.out, "--out")
     from depthprune.report import readme as readme_block
 
     if args.readme is not None and not readme_block.has_block(args.readme):
-        raise UsageError(f"--readme {args.readme}: no verdict block to rewrite (a line starting "
+        raise InputError(f"--readme {args.readme}: no verdict block to rewrite (a line starting "
                          f"'<!-- verdicts:start' and one '{readme_block.END}')")
     readme = None if args.no_readme else args.readme or readme_block.beside(args.out)
     start = time.perf_counter()
@@ -40,15 +42,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
-    from depthprune.grid.archive import write_archives
+    from depthprune.results.archive import write_archives
 
     if not Path(args.results).is_dir():
-        raise UsageError(f"--results {args.results}: not a directory")
+        raise InputError(f"--results {args.results}: not a directory")
     if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise UsageError(f"--out {args.out}: exists and is not a directory")
+        raise InputError(f"--out {args.out}: exists and is not a directory")
     written = write_archives(args.results, args.out)
     if not written:
-        raise UsageError(f"--results {args.results}: no grid directory with finished results in it")
+        raise InputError(f"--results {args.results}: no grid directory with finished results in it")
     for path in written:
         print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
     return 0
@@ -61,18 +63,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     for d in args.results:
         if not Path(d).is_dir():
-            raise UsageError(f"--results {d}: not a directory")
+            raise InputError(f"--results {d}: not a directory")
     if args.json:
         check_destination(args.json, "--json")
     if args.measure_bands and args.sample != "full":
-        raise UsageError(f"--sample {args.sample} with --measure-bands: bands are measured on the full sample "
+        raise InputError(f"--sample {args.sample} with --measure-bands: bands are measured on the full sample "
                          "(drop --sample, or verify with the table's bands)")
     try:
         cells = run.select_cells(args.results, args.grid, args.cell)
         if not args.replay_only:
             run.check_weights(cells)
     except run.SelectionError as err:
-        raise UsageError(str(err)) from None
+        raise InputError(str(err)) from None
     if not args.replay_only:
         return _verify_remeasure(args, cells)
     start = time.perf_counter()
@@ -83,7 +85,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print(run.summary(replays))
     print(f"replayed {len(replays)} cells in {seconds:.1f} s (no model loaded: each searcher against its recorded trace)")
     if args.json:
-        from depthprune.jsonio import write_json_atomic
+        from depthprune.common.jsonio import write_json_atomic
 
         write_json_atomic(args.json, run.report_json(replays, args.results, seconds))
         print(f"wrote {args.json}")
@@ -96,9 +98,9 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[Result]) -> int:
 
     from tqdm.auto import tqdm
 
-    from depthprune.env import environment, git_revision
-    from depthprune.jsonio import write_json_atomic
-    from depthprune.precision import cap_prefix
+    from depthprune.common.jsonio import write_json_atomic
+    from depthprune.model.precision import cap_prefix
+    from depthprune.results.provenance import environment, git_revision
     from depthprune.verify import bands, evaluation, remeasure, run
 
     args.bands = args.bands or str(bands.BANDS_FILE)
@@ -169,33 +171,33 @@ def _verify_remeasure(args: argparse.Namespace, cells: list[Result]) -> int:
 
 
 def cmd_durations(args: argparse.Namespace) -> int:
-    from depthprune.grid.results import iter_results
-    from depthprune.grid.schedule import DURATIONS_DIR, durations_from_results, write_durations
+    from depthprune.grid.schedule import durations_from_results, write_durations
+    from depthprune.results.store import iter_results
 
     for d in args.results:
         if not Path(d).is_dir():
-            raise UsageError(f"--results {d}: not a directory")
+            raise InputError(f"--results {d}: not a directory")
     rows = [r for r in iter_results(args.results) if r.identity.grid == args.grid]
     if not rows:
-        raise UsageError(f"--grid {args.grid}: no finished result of that grid under {', '.join(args.results)}")
+        raise InputError(f"--grid {args.grid}: no finished result of that grid under {', '.join(args.results)}")
     revisions = sorted({r.get("environment", {}).get("git_revision", "?") for r in rows})
     source = (f"{len(rows)} results of grid {args.grid} in {', '.join(args.results)} (code {', '.join(revisions)}); "
               f"written by: depthprune durations --grid {args.grid} " + " ".join(f"--results {d}" for d in args.results))
-    out = write_durations(args.out or DURATIONS_DIR / f"{args.grid}.json", durations_from_results(rows), source)
+    out = write_durations(args.out or layout.durations_file(layout.CASES, args.grid), durations_from_results(rows), source)
     print(f"wrote {out}: {len(rows)} cells")
     return 0
 
 
 def cmd_time_split(args: argparse.Namespace) -> int:
-    from depthprune.grid.results import iter_dense, iter_results
+    from depthprune.common.text_tables import markdown_table
     from depthprune.grid.time_split import per_phase, per_searcher, repeats
-    from depthprune.text_tables import markdown_table
+    from depthprune.results.store import iter_dense, iter_results
 
     if not Path(args.results).is_dir():
-        raise UsageError(f"--results {args.results}: not a directory")
+        raise InputError(f"--results {args.results}: not a directory")
     rows: list[Result] = [r for r in iter_results([args.results]) if r.identity.grid == args.grid]
     if not rows:
-        raise UsageError(f"--grid {args.grid}: no finished result of that grid under {args.results}")
+        raise InputError(f"--grid {args.grid}: no finished result of that grid under {args.results}")
     dense: list[Mapping[str, Any]] = [d for d in iter_dense([args.results]) if d.get("grid") == args.grid]
     cache = Path(args.results) / "eval-cache"
     print(f"{len(rows)} cells of grid {args.grid} in {args.results}\n")
@@ -210,13 +212,13 @@ def register(sub: Any) -> None:
     p = sub.add_parser("report", help="write REPORT.md (tables, Spearman, overlaps, figures, claims) from results")
     p.add_argument("--results", action="append", required=True, metavar="DIR",
                    help="a results directory (repeat to merge shards/machines)")
-    p.add_argument("--out", default="REPORT.md")
+    p.add_argument("--out", default=layout.REPORT)
     p.add_argument("--figures", default=None, metavar="DIR", help="where the PNGs go (default: figures/ beside --out)")
-    p.add_argument("--reference-dir", default="reference", metavar="DIR",
+    p.add_argument("--reference-dir", default=layout.REFERENCE, metavar="DIR",
                    help="references; their float32/ folder is the precision control of bf16 cells (default: reference)")
     p.add_argument("--reports", default=None, metavar="DIR",
                    help="where the per-grid pages go (default: reports/ beside --out)")
-    p.add_argument("--cases", default="cases", metavar="DIR",
+    p.add_argument("--cases", default=layout.CASES, metavar="DIR",
                    help="case files: their main grids without results show as NOT RUN (default: cases)")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--readme", default=None, metavar="FILE",
@@ -225,8 +227,8 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("archive", help="one compressed file per grid of finished results (a clean clone re-judges them)")
-    p.add_argument("--results", default="results", help="the results directory (default: results)")
-    p.add_argument("--out", default="archive", help="where the <grid>.jsonl.xz files go (default: archive)")
+    p.add_argument("--results", default=layout.RESULTS, help="the results directory (default: results)")
+    p.add_argument("--out", default=layout.ARCHIVE, help="where the <grid>.jsonl.xz files go (default: archive)")
     p.set_defaults(func=cmd_archive)
 
     p = sub.add_parser("verify", help="check archived cell results on this machine (--replay-only: each searcher "

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from depthprune.cli.common import check_destination, layers_arg, positive
-from depthprune.cli.errors import UsageError
-from depthprune.jsonio import read_json
+from depthprune.common.errors import InputError
+from depthprune.common.jsonio import read_json
 
 #: contexts when neither the flag nor a shipped cost table gives them (short, long; long capped by the model)
 DEFAULT_CONTEXTS = (64, 512)
@@ -67,42 +67,42 @@ def _config(path: str, gguf: str | None = None) -> Any:
 def _check_removed(removed: tuple[int, ...], n_layers: int, model_id: str, where: str) -> None:
     """Refuse an empty set, an index out of range, or every block (a usage error naming ``where``)."""
     if not removed:
-        raise UsageError(f"{where}: the removed set is empty; remove at least one of {model_id}'s blocks 0..{n_layers - 1}")
+        raise InputError(f"{where}: the removed set is empty; remove at least one of {model_id}'s blocks 0..{n_layers - 1}")
     bad = [i for i in removed if not 0 <= i < n_layers]
     if bad:
-        raise UsageError(f"{where}: block {','.join(map(str, bad))} is out of range; {model_id} has {n_layers} blocks, "
+        raise InputError(f"{where}: block {','.join(map(str, bad))} is out of range; {model_id} has {n_layers} blocks, "
                          f"allowed 0..{n_layers - 1}")
     if len(set(removed)) >= n_layers:
-        raise UsageError(f"{where}: removes all {n_layers} blocks of {model_id}; allowed: at most {n_layers - 1}")
+        raise InputError(f"{where}: removes all {n_layers} blocks of {model_id}; allowed: at most {n_layers - 1}")
 
 
 def plan_run(args: argparse.Namespace) -> Plan:
     """The model, the removed set and where it came from, from the flags and configs alone (usage errors exit 2)."""
-    from depthprune.models import WeightsUnavailable, gguf_file_in, locate, resolve
+    from depthprune.model import WeightsUnavailable, gguf_file_in, locate, resolve
 
     sources = [f for f, v in (("--remove", args.remove), ("--checkpoint", args.checkpoint), ("--result", args.result),
                               ("--cost-table", args.cost_table or None), ("--results", args.results)) if v is not None]
     if len(sources) != 1:
-        raise UsageError(f"give exactly one of --remove, --checkpoint, --result, --cost-table, --results (got "
+        raise InputError(f"give exactly one of --remove, --checkpoint, --result, --cost-table, --results (got "
                          f"{', '.join(sources) or 'none'})")
     if args.stand_in:
         shapes = stand_in_shapes()
         if args.stand_in not in shapes:
-            raise UsageError(f"--stand-in {args.stand_in!r} is unknown; allowed: {', '.join(shapes)}")
+            raise InputError(f"--stand-in {args.stand_in!r} is unknown; allowed: {', '.join(shapes)}")
         if args.remove is None:
-            raise UsageError("--stand-in takes --remove (a stand-in has no checkpoint, result or shipped cost table)")
+            raise InputError("--stand-in takes --remove (a stand-in has no checkpoint, result or shipped cost table)")
         shape = shapes[args.stand_in]
         _check_removed(args.remove, shape.layers, shape.model, "--remove")
         return Plan(shape.model, shape.layers, None, args.remove, {"remove": list(args.remove)}, stand_in=shape)
     if not args.model:
-        raise UsageError("--model is required (or --stand-in SHAPE)")
+        raise InputError("--model is required (or --stand-in SHAPE)")
     try:
         spec = resolve(args.model)
         path = locate(spec, allow_download=args.allow_download)
     except WeightsUnavailable as err:
-        raise UsageError(f"--model {args.model}: {err}") from None
+        raise InputError(f"--model {args.model}: {err}") from None
     except ValueError as err:
-        raise UsageError(f"--model: {err}") from None
+        raise InputError(f"--model: {err}") from None
     config = _config(path, gguf_file_in(spec, path))
     n = int(config.num_hidden_layers)
     max_pos = getattr(config, "max_position_embeddings", None)
@@ -112,27 +112,27 @@ def plan_run(args: argparse.Namespace) -> Plan:
         _check_removed(args.remove, n, spec.id, "--remove")
         return Plan(spec.id, n, max_pos, args.remove, {"remove": list(args.remove)})
     if args.result:
-        from depthprune.result import read_result
+        from depthprune.results.schema import read_result
 
         result = read_result(args.result)  # a broken file: ResultFileError, exit 2 naming it
         model = result.identity.model
         if model != spec.id:
-            raise UsageError(f"--result {args.result}: a result of model {model!r}, not of --model {spec.id!r}; "
+            raise InputError(f"--result {args.result}: a result of model {model!r}, not of --model {spec.id!r}; "
                              f"pass --model {model} or a result of {spec.id}")
         removed = tuple(sorted(int(i) for i in result["removed"]))
         _check_removed(removed, n, spec.id, f"--result {args.result} (field 'removed')")
         return Plan(spec.id, n, max_pos, removed, {"result": str(args.result), "cell": result.get("cell")})
     ckpt = Path(args.checkpoint)
     if not (ckpt / "config.json").is_file():
-        raise UsageError(f"--checkpoint {ckpt}: no config.json there; expected a directory `depthprune prune --save` wrote")
+        raise InputError(f"--checkpoint {ckpt}: no config.json there; expected a directory `depthprune prune --save` wrote")
     ck_config = read_json(ckpt / "config.json")
     ck_config = ck_config.get("text_config") or ck_config
     removed = tuple(sorted(int(i) for i in ck_config.get("depthprune_removed_layers") or ()))
     if not removed:
-        raise UsageError(f"--checkpoint {ckpt}: its config.json has no depthprune_removed_layers; expected a pruned "
+        raise InputError(f"--checkpoint {ckpt}: its config.json has no depthprune_removed_layers; expected a pruned "
                          "checkpoint written by `depthprune prune --save`")
     if int(ck_config.get("num_hidden_layers", -1)) + len(removed) != n:
-        raise UsageError(f"--checkpoint {ckpt}: {ck_config.get('num_hidden_layers')} blocks + {len(removed)} removed "
+        raise InputError(f"--checkpoint {ckpt}: {ck_config.get('num_hidden_layers')} blocks + {len(removed)} removed "
                          f"is not {spec.id}'s {n}; expected a checkpoint pruned from --model {spec.id}")
     _check_removed(removed, n, spec.id, f"--checkpoint {ckpt} (depthprune_removed_layers)")
     return Plan(spec.id, n, max_pos, removed, {"checkpoint": str(ckpt)}, checkpoint=str(ckpt))
@@ -140,42 +140,42 @@ def plan_run(args: argparse.Namespace) -> Plan:
 
 def _model_limits(model: str, allow_download: bool) -> tuple[str, int, int | None]:
     """``(registry id, blocks, maximum positions)`` of ``model`` from its config alone."""
-    from depthprune.models import WeightsUnavailable, gguf_file_in, locate, resolve
+    from depthprune.model import WeightsUnavailable, gguf_file_in, locate, resolve
 
     try:
         spec = resolve(model)
         path = locate(spec, allow_download=allow_download)
     except WeightsUnavailable as err:
-        raise UsageError(f"--model {model}: {err}") from None
+        raise InputError(f"--model {model}: {err}") from None
     except ValueError as err:
-        raise UsageError(f"--model: {err}") from None
+        raise InputError(f"--model: {err}") from None
     config = _config(path, gguf_file_in(spec, path))
     return spec.id, int(config.num_hidden_layers), getattr(config, "max_position_embeddings", None)
 
 
 def cmd_speed_grid(args: argparse.Namespace) -> int:
     """``--results DIR --grid NAME``: every distinct removed set of the grid's cells, measured once per set."""
-    from depthprune.grid.results import iter_results
-    from depthprune.jsonio import write_json_atomic
-    from depthprune.models import load_model, resolve_device, resolve_dtype
+    from depthprune.common.jsonio import write_json_atomic
+    from depthprune.model import load_model, resolve_device, resolve_dtype
+    from depthprune.results.store import iter_results
     from depthprune.speed import cells, compare
 
     others = [f for f, v in (("--remove", args.remove), ("--checkpoint", args.checkpoint), ("--result", args.result),
                              ("--cost-table", args.cost_table or None)) if v is not None]
     if others:
-        raise UsageError(f"give exactly one of --remove, --checkpoint, --result, --cost-table, --results (got "
+        raise InputError(f"give exactly one of --remove, --checkpoint, --result, --cost-table, --results (got "
                          f"--results, {', '.join(others)})")
     if args.model or args.stand_in:
-        raise UsageError("--results takes its models from the results; drop --model/--stand-in")
+        raise InputError("--results takes its models from the results; drop --model/--stand-in")
     if not args.grid:
-        raise UsageError("--results takes --grid NAME (the grid whose cells to measure)")
+        raise InputError("--results takes --grid NAME (the grid whose cells to measure)")
     if not Path(args.results).is_dir():
-        raise UsageError(f"--results {args.results}: not a directory (of results, or archive/ with <grid>.jsonl.xz)")
+        raise InputError(f"--results {args.results}: not a directory (of results, or archive/ with <grid>.jsonl.xz)")
     results = list(iter_results([args.results]))  # a broken file: ResultFileError, exit 2 naming it
     sets = cells.distinct_sets(results, args.grid)
     if not sets:
         grids = sorted({str(r.identity.grid) for r in results})
-        raise UsageError(f"--grid {args.grid}: no pruned cells of that grid in {args.results}; "
+        raise InputError(f"--grid {args.grid}: no pruned cells of that grid in {args.results}; "
                          f"grids there: {', '.join(grids) or 'none'}")
     plans = {}
     for model_id, by_set in sets.items():
@@ -188,9 +188,9 @@ def cmd_speed_grid(args: argparse.Namespace) -> int:
         device = resolve_device(args.device)
         dtype = resolve_dtype(args.dtype, device)
     except ValueError as err:
-        raise UsageError(f"--device/--dtype: {err}") from None
+        raise InputError(f"--device/--dtype: {err}") from None
     if not args.json:
-        raise UsageError("--results writes its archive to --json FILE (e.g. archive/speed-<grid>.json)")
+        raise InputError("--results writes its archive to --json FILE (e.g. archive/speed-<grid>.json)")
     check_destination(args.json, "--json")
 
     def load(model_id: str) -> Any:
@@ -204,7 +204,7 @@ def cmd_speed_grid(args: argparse.Namespace) -> int:
     try:
         journal = cells.Journal.beside(args.json, settings)
     except ValueError as err:
-        raise UsageError(str(err)) from None
+        raise InputError(str(err)) from None
     with threads(args.threads):
         rows = cells.measure_sets(sets, load, spans.__getitem__, args.new_tokens, args.rounds, args.warmup, device,
                                   progress=not args.quiet, journal=journal)
@@ -226,10 +226,10 @@ def contexts_for(args: argparse.Namespace, plan: Plan) -> tuple[int, int]:
 
     if args.contexts is not None:
         if len(args.contexts) != 2 or args.contexts[0] > args.contexts[1]:
-            raise UsageError(f"--contexts {','.join(map(str, args.contexts))}: expected SHORT,LONG with SHORT <= LONG")
+            raise InputError(f"--contexts {','.join(map(str, args.contexts))}: expected SHORT,LONG with SHORT <= LONG")
         short, long = args.contexts
         if plan.max_positions is not None and long > plan.max_positions:
-            raise UsageError(f"--contexts: {long} tokens is longer than {plan.model_id}'s maximum of "
+            raise InputError(f"--contexts: {long} tokens is longer than {plan.model_id}'s maximum of "
                              f"{plan.max_positions} positions; allowed: up to {plan.max_positions}")
         return short, long
     table = None if plan.stand_in is not None else load_table(plan.model_id)
@@ -243,7 +243,7 @@ def _load(plan: Plan, args: argparse.Namespace, device: str, long: int) -> tuple
     """The dense model and the rebuilt pruned one (or a loaded pruned checkpoint); None for the pruned one of a cost-table run."""
     import torch
 
-    from depthprune.models import load_model, resolve_dtype
+    from depthprune.model import load_model, resolve_dtype
     from depthprune.speed.compare import rebuild
 
     if plan.stand_in is not None:
@@ -283,7 +283,7 @@ def threads(n: int | None) -> Iterator[None]:
 
 def cmd_speed(args: argparse.Namespace) -> int:
     """``depthprune speed``: check everything the flags and configs allow (exit 2), then measure."""
-    from depthprune.models import resolve_device, resolve_dtype
+    from depthprune.model import resolve_device, resolve_dtype
 
     # -- validate: everything that can be checked before loading weights (exit 2) --------
     if args.results is not None:
@@ -294,11 +294,11 @@ def cmd_speed(args: argparse.Namespace) -> int:
         device = resolve_device(args.device)
         dtype = resolve_dtype(args.dtype, device)
     except ValueError as err:
-        raise UsageError(f"--device/--dtype: {err}") from None
+        raise InputError(f"--device/--dtype: {err}") from None
     if args.cost_table and not args.out:
-        raise UsageError("--cost-table writes its table to --out FILE (e.g. src/depthprune/assets/speed/<model>.json)")
+        raise InputError("--cost-table writes its table to --out FILE (e.g. src/depthprune/assets/speed/<model>.json)")
     if args.out and not args.cost_table:
-        raise UsageError("--out is the cost table's destination; with --remove, --checkpoint or --result use --json")
+        raise InputError("--out is the cost table's destination; with --remove, --checkpoint or --result use --json")
     check_destination(args.json, "--json")
     check_destination(args.out, "--out")
 
@@ -309,7 +309,7 @@ def cmd_speed(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, plan: Plan, device: str, dtype: Any, spans: tuple[int, int]) -> int:
     """Load, measure, print and write (``cmd_speed`` after its checks)."""
-    from depthprune.jsonio import write_json_atomic
+    from depthprune.common.jsonio import write_json_atomic
     from depthprune.speed import compare, costs
     from depthprune.speed.timing import workloads
 
@@ -332,7 +332,7 @@ def _run(args: argparse.Namespace, plan: Plan, device: str, dtype: Any, spans: t
     record = compare.measure(dense, pruned, plan.removed, works, args.rounds, args.warmup, device, table, progress)
     record.update(model=plan.model_id, source=plan.source, dtype=str(dtype).removeprefix("torch."),
                   stand_in=None if plan.stand_in is None else plan.stand_in.model,
-                  rebuilt="loaded checkpoint" if plan.checkpoint else "deep copy + depthprune.masking.prune_layers",
+                  rebuilt="loaded checkpoint" if plan.checkpoint else "deep copy + depthprune.model.masking.prune_layers",
                   machine=compare.machine(device, dtype))
     print(f"model      {plan.model_id}{' (random-weight stand-in)' if plan.stand_in else ''} on {device}, "
           f"{record['dtype']}, {args.rounds} rounds after {args.warmup} warm-up")

@@ -17,7 +17,7 @@ from typing import Any
 TOOLS: dict[str, dict[str, tuple[str, str]]] = {
     "build": {
         "tiny": ("depthprune.tiny.build", "the tiny family: corpus, tokenizer, fixtures, models, their check"),
-        "real": ("depthprune.builders.python_docs", "the real profile's frozen text splits and tasks from Python's docs"),
+        "real": ("depthprune.cli.build_real", "the real profile's frozen text splits and tasks from Python's docs"),
         "wordnet-tasks": ("depthprune.builders.wordnet.tasks", "the real profile's WordNet multiple-choice tasks"),
         "pool": ("depthprune.builders.calibration_pool", "the real profile's enlarged calibration pool"),
         "task-baselines": ("depthprune.builders.task_baselines", "the frozen model-free baselines of every shipped task"),
@@ -29,7 +29,7 @@ TOOLS: dict[str, dict[str, tuple[str, str]]] = {
         "wordnet-accuracy": ("depthprune.cards.wordnet_accuracy", "a real model's dense accuracy on the WordNet tasks"),
         "calibration-curve": ("depthprune.experiments.calibration_curve",
                               "how the removed set settles as the calibration sample grows"),
-        "rivals": ("depthprune.grid.rivals", "the rival answers of cells decided inside a rounding band, "
+        "rivals": ("depthprune.grid.measure_rivals", "the rival answers of cells decided inside a rounding band, "
                                              "found and evaluated (for REPORT's re-judge)"),
     },
 }

@@ -43,7 +43,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from depthprune.jsonio import read_json, write_json_atomic
+from depthprune.common.jsonio import read_json, write_json_atomic
 
 DEFAULTS: dict[str, Any] = {
     "model": "smollm2-135m", "objectives": ("ppl", "margin"), "searchers": ("oneshot", "greedy"), "budget": 7,
@@ -191,7 +191,7 @@ def summarize(out: str | Path) -> dict[str, Any]:
 
 
 def table(summary: dict[str, Any]) -> str:
-    from depthprune.text_tables import markdown_table
+    from depthprune.common.text_tables import markdown_table
 
     rows = [[r["objective"], r["searcher"], r["size"], f"{r['cross_seed_jaccard']:.2f}", f"{r['jaccard_to_largest']:.2f}",
              f"{r['loss_delta']:+.3f}", f"{r['held_out_loss_delta']:+.3f}", f"{r['seconds']:.0f}",
@@ -219,7 +219,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``depthprune measure calibration-curve STAGE``: bad settings are a usage error before anything runs."""
-    from depthprune.cli.errors import UsageError
+    from depthprune.common.errors import InputError
 
     try:
         sizes = {o: list(v) for o, v in DEFAULTS["sizes"].items()}
@@ -230,17 +230,17 @@ def run(args: argparse.Namespace) -> int:
                "seeds": [int(x) for x in args.seeds.split(",")], "objectives": args.objectives.split(",")}
         cfg["sizes"] = {o: sizes[o] for o in cfg["objectives"] if o in sizes}
     except ValueError as e:
-        raise UsageError(f"--sizes OBJECTIVE=N,N / --seeds N,N: integers separated by commas ({e})") from None
+        raise InputError(f"--sizes OBJECTIVE=N,N / --seeds N,N: integers separated by commas ({e})") from None
     bad = [o for o in cfg["objectives"] if o not in OBJECTIVES] + [o for o in sizes if o not in OBJECTIVES]
     if bad or min(min(v) for v in cfg["sizes"].values()) < 1 or args.budget < 1 or len(set(cfg["seeds"])) != len(cfg["seeds"]):
-        raise UsageError(f"--objectives from {sorted(OBJECTIVES)}; sizes, budget >= 1; distinct seeds (got "
+        raise InputError(f"--objectives from {sorted(OBJECTIVES)}; sizes, budget >= 1; distinct seeds (got "
                          f"{bad or cfg})")
     out = Path(args.out)
     if args.stage in ("run", "all"):
         out.mkdir(parents=True, exist_ok=True)
         config = out / "config.json"
         if config.exists() and read_json(config) != cfg:
-            raise UsageError(f"{config} holds another curve's settings; use another --out")
+            raise InputError(f"{config} holds another curve's settings; use another --out")
         _write_json(config, cfg)
         tasks = sorted(itertools.product(cfg["objectives"], cfg["seeds"]),
                        key=lambda t: -sum(cfg["sizes"][t[0]]) * COST_PER_UNIT[t[0]])  # most expensive first

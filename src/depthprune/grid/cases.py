@@ -22,7 +22,7 @@ file, the field and what is allowed — a typo must never silently shrink a grid
     [searcher.ga]               # searcher hyper-parameters
     max_evaluations = 120
 
-    [evaluation]                # depthprune.evaluate.EvalConfig fields
+    [evaluation]                # depthprune.data.protocol.EvalConfig fields
     seq_len = 256
 
     [tolerance]                 # how closely a cell must match its reference
@@ -67,9 +67,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from depthprune.evaluate import EvalConfig
-from depthprune.model_registry import MODELS
-from depthprune.profiles import Profile, get_profile
+from depthprune.data.profiles import Profile, get_profile
+from depthprune.data.protocol import EvalConfig
+from depthprune.model.registry import MODELS
 
 MARKERS = ("gpu", "slow", "tiny")
 

@@ -16,7 +16,7 @@ A measured reference belongs to the numeric precision it was made in: it lives i
 ``reference/<dtype>/<cell>.json`` (``bfloat16``, ``float32``) and records that dtype. A run
 reads only the reference of its own dtype, and :func:`compare` refuses any other, so a cell
 is never compared silently against a reference made in another precision (``dtype = "auto"``
-picks bf16 or fp32 by the machine: :mod:`depthprune.precision`). Public-source references
+picks bf16 or fp32 by the machine: :mod:`depthprune.model.precision`). Public-source references
 hold for every precision and live in ``reference/<cell>.json``.
 """
 
@@ -28,18 +28,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from depthprune.env import environment, git_revision
+from depthprune.common.jsonio import read_json, write_json_atomic
 from depthprune.grid.cases import Tolerance
-from depthprune.jsonio import read_json, write_json_atomic
-from depthprune.kernel_identity import same_kernels
-from depthprune.result import Result
+from depthprune.model.kernel_identity import same_kernels
+from depthprune.model.precision import dtype_name
+from depthprune.results.provenance import environment, git_revision
+from depthprune.results.schema import Result
 
 ACCURACY_SUFFIXES = ("_acc", "_acc_norm")
-
-
-def dtype_name(dtype: object) -> str:
-    """``torch.bfloat16`` / ``"torch.bfloat16"`` / ``"bfloat16"`` -> ``"bfloat16"``."""
-    return str(dtype).removeprefix("torch.")
 
 
 def reference_path(ref_dir: str | Path, cell_id: str, dtype: str | None = None) -> Path:
@@ -114,7 +110,7 @@ def read_reference(ref_dir: str | Path, cell_id: str, dtype: object = None) -> d
 
 
 def _numerics(environment: dict[str, Any] | None) -> tuple[Any, Any]:
-    """(bf16 matmul kernel, torch threads) a result ran with (depthprune.precision; None where not
+    """(bf16 matmul kernel, torch threads) a result ran with (depthprune.model.precision; None where not
     recorded): either changes a bf16 run's accumulation order."""
     env = environment or {}
     return (env.get("kernels") or {}).get("bf16_matmul_kernel"), env.get("torch_threads")
@@ -123,7 +119,7 @@ def _numerics(environment: dict[str, Any] | None) -> tuple[Any, Any]:
 def other_kernels(ran: dict[str, Any] | None, made: dict[str, Any] | None) -> str | None:
     """Why a run (``ran``, its environment record) and a reference's (``made``) ran other kernels or threads, or
     None where they ran the same or it cannot be told. Their fingerprints decide where both have one
-    (:func:`depthprune.kernel_identity.same_kernels`: the bits, whatever the banners say); older records fall
+    (:func:`depthprune.model.kernel_identity.same_kernels`: the bits, whatever the banners say); older records fall
     back to the bf16 matmul kernel and the thread count, where both are recorded."""
     ran, made = ran or {}, made or {}
     same = same_kernels(ran, made)
@@ -131,7 +127,7 @@ def other_kernels(ran: dict[str, Any] | None, made: dict[str, Any] | None) -> st
         if same:
             return None
         fp = [(e.get("kernels") or {}).get("fingerprint") or {} for e in (ran, made)]
-        key = "float32" if "float32" in str(ran.get("dtype")) else "bfloat16"
+        key = "float32" if dtype_name(ran.get("dtype")) == "float32" else "bfloat16"
         return (f"kernel fingerprints differ ({key} {fp[0].get(key)} at {fp[0].get('threads')} threads here, "
                 f"{fp[1].get(key)} at {fp[1].get('threads')} for the reference)")
     a, b = _numerics(ran), _numerics(made)
@@ -146,7 +142,7 @@ def not_checkable(result: Result, reference: dict[str, Any]) -> str | None:
     A searcher steered by what follows the machine's kernels besides the losses (``Searcher.kernel_sensitive``:
     bo's GP fits) asks for other sets on other kernels from the same losses. Its set is then checked exactly only
     where the reference recorded the same kernels and threads as this run; a reference made on others (or before
-    references recorded kernels) has no trace to find where the runs part (:mod:`depthprune.grid.forks` needs its
+    references recorded kernels) has no trace to find where the runs part (:mod:`depthprune.verify.forks` needs its
     archived run), so the cell is not checkable here, rather than failed or passed.
     """
     from depthprune.search import SEARCHERS

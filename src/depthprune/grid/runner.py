@@ -15,18 +15,18 @@ from typing import Any
 
 import torch
 
-from depthprune.env import release_free_memory
+from depthprune.common.jsonio import write_json_atomic
+from depthprune.common.machine import release_free_memory
+from depthprune.data.profiles import get_profile
 from depthprune.grid.cases import Cell, Grid
-from depthprune.grid.results import cell_path, claim_results_dir, dense_path, load_finished, write_result
-from depthprune.jsonio import write_json_atomic
-from depthprune.models import MODELS, WeightsUnavailable, is_stand_in, locate, resolve_dtype, weights_file_in
+from depthprune.model import MODELS, WeightsUnavailable, is_stand_in, locate, resolve_dtype, weights_file_in
+from depthprune.model.weights import fingerprint as weights_fingerprint
 from depthprune.objectives import make_objective
-from depthprune.profiles import get_profile
 from depthprune.recipe import Calibration, Session, identity, make_result, settings
-from depthprune.result import Identity, Result, fingerprint
-from depthprune.score_store import STORE_NAME, store_enabled
+from depthprune.results.schema import Identity, Result, fingerprint
+from depthprune.results.store import cell_path, claim_results_dir, dense_path, load_finished, write_result
+from depthprune.scoring.score_store import STORE_NAME, store_enabled
 from depthprune.search import get_searcher
-from depthprune.weights import fingerprint as weights_fingerprint
 
 
 class CellSkipped(Exception):
@@ -118,11 +118,11 @@ class GridRunner:
 
     def eval_cache(self) -> Path:
         """One cache for every grid of this results directory (its keys hold all the evaluation's inputs,
-        :func:`depthprune.evaluate.cache_key`), so an evaluation two grids share runs once."""
+        :func:`depthprune.evaluation.evaluate.cache_key`), so an evaluation two grids share runs once."""
         return self.results_dir / "eval-cache"
 
     def score_store(self) -> Path | None:
-        """One score store for every grid of this results directory (:mod:`depthprune.score_store`; keyed
+        """One score store for every grid of this results directory (:mod:`depthprune.scoring.score_store`; keyed
         by condition, so two grids share only what is the same computation); None when
         ``DEPTHPRUNE_SCORE_STORE=off``."""
         return self.results_dir / STORE_NAME if store_enabled() else None

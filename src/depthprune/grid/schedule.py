@@ -21,12 +21,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from depthprune.common import layout
+from depthprune.common.jsonio import JSONFileError, read_json, write_json
 from depthprune.grid.cases import Cell
-from depthprune.jsonio import JSONFileError, read_json, write_json
 
 T = TypeVar("T")
 
-DURATIONS_DIR = Path(__file__).resolve().parents[3] / "cases" / "durations"
 
 
 def cell_seconds(result: Mapping[str, Any]) -> float:
@@ -53,9 +53,9 @@ def write_durations(path: str | Path, durations: Mapping[str, float], source: st
     return path
 
 
-def load_durations(grid: str, directory: str | Path = DURATIONS_DIR) -> dict[str, float]:
-    """The recorded durations of ``grid`` ({} when none are recorded)."""
-    path = Path(directory) / f"{grid}.json"
+def load_durations(grid: str, cases_dir: str | Path = layout.CASES) -> dict[str, float]:
+    """The recorded durations of ``grid`` under ``cases_dir`` ({} when none are recorded)."""
+    path = layout.durations_file(cases_dir, grid)
     if not path.is_file():
         return {}
     try:

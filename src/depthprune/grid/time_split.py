@@ -21,14 +21,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from depthprune.gates import energy_passes
-from depthprune.jsonio import canonical, read_json
-from depthprune.result import Result
-
-
-def condition_of(result: Result) -> tuple[str, str, str]:
-    return (result.identity.model, result.identity.objective,
-            canonical(result.get("objective_params", {})))
+from depthprune.common.jsonio import read_json
+from depthprune.results.schema import Result, calibration_of
+from depthprune.scoring.gates import energy_passes
 
 
 def _requested(result: Mapping[str, Any]) -> set[frozenset[int]]:
@@ -100,7 +95,7 @@ def repeats(results: list[Result]) -> list[dict[str, Any]]:
     per model: evaluations, distinct removed sets, repeats, repeats computed again."""
     by_cond: dict[tuple, list[Result]] = defaultdict(list)
     for r in results:
-        by_cond[condition_of(r)].append(r)
+        by_cond[calibration_of(r)].append(r)
     rows = []
     for cond, cells in sorted(by_cond.items()):
         asked = [_requested(r) for r in cells]
@@ -132,4 +127,4 @@ def repeats(results: list[Result]) -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["condition_of", "per_phase", "per_searcher", "repeats", "search_here"]
+__all__ = ["per_phase", "per_searcher", "repeats", "search_here"]

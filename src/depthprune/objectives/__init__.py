@@ -5,7 +5,7 @@
 Adding an objective is one file in this package whose class carries ``@register`` (from
 :mod:`depthprune.objectives.base`); every module here is imported with the package, so
 the new name is found without editing this file. Calibration sizes per data profile
-are the profile's (:meth:`depthprune.profiles.Profile.objective_params`).
+are the profile's (:meth:`depthprune.data.profiles.Profile.objective_params`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from depthprune.objectives.base import OBJECTIVES, Batch, Objective, OutputHead, register
-from depthprune.profiles import Profile, get_profile
+from depthprune.data.profiles import Profile, get_profile
+from depthprune.objectives.base import OBJECTIVES, Batch, Objective, register
 
 
 def objective_fields(name: str) -> set[str]:
@@ -36,4 +36,4 @@ def make_objective(name: str, profile: str | Profile = "paper", **params: Any) -
 
 OBJECTIVES.discover(__name__)
 
-__all__ = ["OBJECTIVES", "Batch", "Objective", "OutputHead", "make_objective", "objective_fields", "register"]
+__all__ = ["OBJECTIVES", "Batch", "Objective", "make_objective", "objective_fields", "register"]

@@ -19,7 +19,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from depthprune.objectives.base import Batch, OutputHead, register
+from depthprune.model.output_head import OutputHead
+from depthprune.objectives.base import Batch, register
 from depthprune.objectives.ppl import PerplexityObjective
 
 
@@ -36,7 +37,7 @@ class KLObjective(PerplexityObjective):
 
     def batch_stats(self, hidden: torch.Tensor, batch: Batch, head: OutputHead) -> torch.Tensor:
         """Summed KL over the batch's predicted tokens, and their count, a head chunk at a time
-        (:meth:`~depthprune.objectives.base.OutputHead.per_chunk`: checkpointed when gradients flow, so cbo's backward keeps
+        (:meth:`~depthprune.model.output_head.OutputHead.per_chunk`: checkpointed when gradients flow, so cbo's backward keeps
         hidden states, not two vocabulary-wide distributions)."""
         index = batch.payload.get("kl_reference")
         if index is None:

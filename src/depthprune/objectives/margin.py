@@ -7,7 +7,7 @@ is −(mean margin over items): lower loss = the model prefers the right answers
 Paper setting: 128 items of Commonsense-170k, seed 0. Each record's options are the
 labels of its ``Answer format:`` line (``answer1/answer2/...``); the prompt is the
 instruction followed by the record's own answer lead, ``"the correct answer is"``, and
-each option is scored as the continuation (see :func:`depthprune.data.parse_commonsense_record`;
+each option is scored as the continuation (see :func:`depthprune.data.sources.parse_commonsense_record`;
 ``answer`` chooses label, option text, or a cloze form without the option list).
 
 By default (``share_prompt=True``) all K options of an item are packed after one copy of
@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from depthprune.data import load_choice_items
-from depthprune.objectives.base import Batch, Objective, OutputHead, register
-from depthprune.params import check_choice, check_ints, check_shard
+from depthprune.common.params import check_choice, check_ints, check_shard
+from depthprune.data.sources import load_choice_items
+from depthprune.model.output_head import OutputHead
+from depthprune.objectives.base import Batch, Objective, register
 
 if TYPE_CHECKING:  # pragma: no cover
-    from depthprune.profiles import Profile
+    from depthprune.data.profiles import Profile
 
 
 _SCORED = {

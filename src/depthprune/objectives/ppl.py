@@ -7,7 +7,7 @@ predicted token counts the same. The tiny profile reads the shipped C4-like fixt
 ``packing="joined"`` (ours, for the data-vs-loss control): the records are joined into one
 stream and cut into consecutive windows, so perplexity can be computed on data whose records
 are shorter than a window — the margin's Commonsense-170k records, read as instruction +
-output text (:func:`depthprune.data.instruction_texts`).
+output text (:func:`depthprune.data.sources.instruction_texts`).
 """
 
 from __future__ import annotations
@@ -17,19 +17,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from depthprune.data import (
+from depthprune.common.params import check_choice, check_ints, check_shard, parse_shard
+from depthprune.data.sources import (
     calibration_windows,
     instruction_texts,
     joined_windows,
     load_texts,
-    parse_shard,
     take_shard,
 )
-from depthprune.objectives.base import Batch, Objective, OutputHead, register
-from depthprune.params import check_choice, check_ints, check_shard
+from depthprune.model.output_head import OutputHead
+from depthprune.objectives.base import Batch, Objective, register
 
 if TYPE_CHECKING:  # pragma: no cover
-    from depthprune.profiles import Profile
+    from depthprune.data.profiles import Profile
 
 
 PACKINGS = ("documents", "joined")

@@ -3,7 +3,7 @@
     depthprune plan --grid paper --gpu h100-80gb --gpus 8 [--json plan.json]
 
 Counting uses the code that runs. A searcher's requests are produced by running the
-searcher itself on a *loss landscape* and are counted with :func:`depthprune.scoring.replay_cost`,
+searcher itself on a *loss landscape* and are counted with :func:`depthprune.scoring.scorer.replay_cost`,
 the function that counts every result's ``cost`` (the same memo and prefix-cache policy,
 the prior charged the same way), so a plan and a result count the same thing:
 
@@ -26,7 +26,7 @@ the prior charged the same way), so a plan and a result count the same thing:
 FLOPs use the real models' shapes (:data:`~depthprune.plan.shapes.SHAPES`, from their
 ``config.json``), tokens the case file's calibration and evaluation sizes, time a named GPU
 (:data:`~depthprune.plan.gpus.GPUS`) at an assumed model-FLOPs utilisation, and memory the
-scorer's own prefix-cache budget (:func:`depthprune.scoring._default_cache_bytes`: 40 % of free
+scorer's own prefix-cache budget (:func:`depthprune.scoring.scorer._default_cache_bytes`: 40 % of free
 GPU memory). Every assumption is a field of :class:`~depthprune.plan.assumptions.Assumptions` and
 is printed with the plan (:func:`~depthprune.plan.assumptions.assumption_lines`).
 

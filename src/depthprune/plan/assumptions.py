@@ -73,7 +73,7 @@ def assumption_lines(a: Assumptions, gpu: GPU) -> list[str]:
         "2048-token head activations; an evaluation batch through a block and one 2048-token head chunk (the head "
         "is chunked); cbo's gate-gradient backward (blocks and head chunks recomputed in the backward: two "
         "boundary states per block for one micro-batch, one block's activations, one head chunk of at most "
-        "objectives.base.GRAD_CHUNK_BYTES of float32 logits) + "
+        "model.output_head.GRAD_CHUNK_BYTES of float32 logits) + "
         f"{a.cuda_context_gib:g} GiB CUDA context.",
         "Grid-run totals share the dense pass and the prior per model and objective (cells report them as "
         "if alone); sets re-used between a condition's searches are not subtracted (an upper bound).",

@@ -29,7 +29,7 @@ def _has_rule(name: str) -> bool:
 def forwards_bound(n_layers: int, bounds: Bounds) -> int:
     """Layer-forwards with no prefix sharing at the most evaluations (needs no losses): the dense
     pass, every set from the embeddings, cbo's gate-gradient passes."""
-    from depthprune.gates import energy_passes
+    from depthprune.scoring.gates import energy_passes
 
     total = n_layers + sum(count * (n_layers - size) for size, count in bounds.sizes.items() if size > 0)
     return total + (energy_passes(n_layers)[0] if bounds.energy else 0)

@@ -13,15 +13,15 @@ What runs, per stand-in shape (random bf16 weights built on the device with tran
 ``--size gpu``: smollm2-135m's shape and llama3.1-8b's (both from :data:`depthprune.plan.shapes.SHAPES`),
 the paper's 128 x 2048 calibration tokens in micro-batches of 8 (as the planner assumes);
 ``--size tiny``: two tiny shapes, 2 x 32 tokens, for a CPU test in seconds. The phases are the
-suite's, not re-implementations: ``dense`` (:class:`~depthprune.scoring.Scorer` with the ``ppl``
+suite's, not re-implementations: ``dense`` (:class:`~depthprune.scoring.scorer.Scorer` with the ``ppl``
 objective's batch statistics: the dense pass and its start-up self-check), ``head`` (the output
 head and the ``ppl`` statistics alone, on random final hidden states: what every scored set pays once
 besides its blocks), ``gate_weights`` and
-``gate_gradient`` (:mod:`depthprune.gates`: the reduce weights' dense pass and one gate-gradient pass,
+``gate_gradient`` (:mod:`depthprune.scoring.gates`: the reduce weights' dense pass and one gate-gradient pass,
 what cbo's energy repeats L+1 times), ``prior`` (the single removals, as ``Calibration.build``),
 then ``oneshot``, ``greedy`` and ``cbo`` at M=7 through :meth:`depthprune.recipe.Calibration.search`
 itself (a fork of the scorer, cost as if alone). Each phase reports seconds, layer-forwards (the
-scorer's stats; for the gate phases :func:`depthprune.gates.energy_passes`' accounting),
+scorer's stats; for the gate phases :func:`depthprune.scoring.gates.energy_passes`' accounting),
 layer-forwards/s, tokens/s (full-depth equivalents), achieved TFLOP/s (FLOPs as the planner counts
 them) and peak memory (``torch.cuda.max_memory_allocated``; on a CPU the process's peak RSS so far).
 
@@ -41,9 +41,9 @@ it measured.
 
 Needs only torch and transformers (and numpy, scipy, tqdm, botorch, which the searchers import): no
 tokenizer, weights, network, ``datasets``, ``lm_eval`` or ``gguf``. Of the package's modules only
-``depthprune.lm_adapter`` (``lm_eval``) and ``depthprune.task_files`` (``datasets``) import those at
-import time; nothing here imports either (``datasets`` is imported inside ``data.py``'s loaders,
-``lm_eval`` inside ``evaluate.py``'s and ``profiles.py``'s functions).
+``depthprune.evaluation.lm_adapter`` (``lm_eval``) and ``depthprune.evaluation.task_files`` (``datasets``) import those at
+import time; nothing here imports either (``datasets`` is imported inside ``data/sources.py``'s loaders,
+``lm_eval`` inside ``evaluation/evaluate.py``'s and ``data/profiles.py``'s functions).
 """
 
 from __future__ import annotations
@@ -64,8 +64,7 @@ from typing import Any, cast
 
 import torch
 
-from depthprune.gates import energy_passes, gate_gradient, reduce_weights
-from depthprune.jsonio import write_json_atomic
+from depthprune.common.jsonio import write_json_atomic
 from depthprune.objectives.ppl import PerplexityObjective
 from depthprune.plan.device_env import environment_info, environment_lines
 from depthprune.plan.device_phases import (
@@ -83,7 +82,8 @@ from depthprune.plan.shapes import ModelShape
 from depthprune.plan.simulation import SyntheticLandscape, simulate
 from depthprune.plan.throughput import THROUGHPUT_SCHEMA
 from depthprune.recipe import Calibration
-from depthprune.scoring import Scorer
+from depthprune.scoring.gates import energy_passes, gate_gradient, reduce_weights
+from depthprune.scoring.scorer import Scorer
 from depthprune.search import get_searcher
 
 BUDGET = 7  # M, the paper's smaller budget
@@ -406,17 +406,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``depthprune measure device``: the check, or with ``--tree-size`` only the size of what the device tool carries."""
-    from depthprune.cli.errors import UsageError
+    from depthprune.common.errors import InputError
 
     if args.tree_size:
         total, files = tree_bytes()
         print(f"working tree sent to the device: {files} files, {total / 2**20:.2f} MiB (limit {TREE_LIMIT >> 20} MiB)")
         return 0 if total < TREE_LIMIT else 1
     if args.out is None:
-        raise UsageError("--out is required")
+        raise InputError("--out is required")
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda: torch sees no CUDA device")
+        raise InputError("--device cuda: torch sees no CUDA device")
     threads = os.environ.get("DEPTHPRUNE_THREADS")
     if threads:
         torch.set_num_threads(int(threads))

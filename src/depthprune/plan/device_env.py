@@ -64,7 +64,7 @@ def environment_info(device: str) -> dict[str, Any]:
     info["gpu_kind"] = kind
     info["peak_bf16_tflops"] = GPUS[kind].bf16_tflops if kind else None
     try:  # the suite's own record (git revision, kernels); a module edited elsewhere must not stop the check
-        from depthprune.env import environment
+        from depthprune.results.provenance import environment
 
         info["suite"] = environment(device, "bfloat16")
     except Exception as err:  # noqa: BLE001

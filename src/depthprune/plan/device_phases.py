@@ -15,7 +15,7 @@ import torch
 from depthprune.objectives.base import Batch
 from depthprune.plan.shapes import SHAPES, ModelShape
 from depthprune.plan.throughput import phase_flops
-from depthprune.scoring import Scorer
+from depthprune.scoring.scorer import Scorer
 
 DTYPE = torch.bfloat16
 
@@ -62,7 +62,7 @@ class Deadline:
 
 
 class Watched:
-    """A :class:`~depthprune.scoring.Scorer` seen through a :class:`Deadline`: a new set past it raises :class:`OutOfTime`.
+    """A :class:`~depthprune.scoring.scorer.Scorer` seen through a :class:`Deadline`: a new set past it raises :class:`OutOfTime`.
 
     Everything else is the scorer's own (attributes are delegated), so ``Calibration.search`` runs
     unchanged on it; its forks are watched too and kept, so a stopped search's counters can be read.

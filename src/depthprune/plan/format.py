@@ -11,7 +11,7 @@ def _span(lo: float, hi: float) -> str:
 
 def format_plan(plan: GridPlan) -> str:
     """The plan as text: per-cell table, totals, memory per worker, tasks, assumptions, notes."""
-    from depthprune.text_tables import markdown_table
+    from depthprune.common.text_tables import markdown_table
 
     rows = []
     for c in plan.cells:

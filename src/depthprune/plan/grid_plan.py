@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from depthprune.grid.cases import Cell, Grid
-from depthprune.model_registry import MODELS
-from depthprune.objectives.base import grad_chunk_rows
+from depthprune.model.output_head import grad_chunk_rows
+from depthprune.model.registry import MODELS
 from depthprune.plan.assumptions import EVAL_TASKS, WIKITEXT2_TEST_TOKENS, Assumptions, assumption_lines
 from depthprune.plan.bounds import evaluation_bounds, forwards_bound
 from depthprune.plan.gpus import GPU, GPUS
@@ -107,8 +107,8 @@ class GridPlan:
 def calibration_tokens(grid: Grid, objective: str, a: Assumptions,
                        measured_tokens: int | None = None) -> tuple[int, int]:
     """(tokens of one pass over the calibration set, tokens per sequence), from the case file."""
+    from depthprune.data.profiles import get_profile
     from depthprune.objectives import make_objective
-    from depthprune.profiles import get_profile
 
     obj = make_objective(objective, get_profile("paper"), **grid.objective_params.get(objective, {})).params()
     if "n_samples" in obj and "seq_len" in obj:
@@ -150,7 +150,7 @@ def worker_memory(shape: ModelShape, grid: Grid, a: Assumptions, gpu: GPU, calib
         "search": min(budget_bytes, shape.layers * state) + micro * block + 2048 * logits}
     ev = grid.eval_config(profile)
     phases["evaluation"] = ev.batch_size * ev.seq_len * block + 2048 * logits  # the head is chunked
-    if gate_gradients:  # cbo's energy: weights frozen, blocks and head chunks recomputed (gates.py):
+    if gate_gradients:  # cbo's energy: weights frozen, blocks and head chunks recomputed (scoring/gates.py):
         # per block its input and gated update are kept; one block's norm, q/k/v/out, MLP and gate
         # inputs live at a time in the backward, and one head chunk's logits
         per_layer = 5 * shape.hidden + 2 * shape.kv_heads * shape.head_dim + 3 * shape.intermediate
@@ -158,13 +158,13 @@ def worker_memory(shape: ModelShape, grid: Grid, a: Assumptions, gpu: GPU, calib
         phases["cbo backward"] = (2 * shape.layers * micro * shape.hidden * b + micro * per_layer * b
                                   + grad_rows * logits)
     phase = max(phases, key=phases.__getitem__)
-    # the kept states take min(budget, demand); other sets' states fill the rest as spares (state_cache.py)
+    # the kept states take min(budget, demand); other sets' states fill the rest as spares (scoring/state_cache.py)
     return Memory(weights / GIB, phases[phase] / GIB, phase, a.cuda_context_gib, budget_bytes / GIB, demand / GIB)
 
 
 def _measured_index(dirs: Sequence[str]) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
     """Measured results by (grid, cell), and each searcher's counted / bound layer-forwards ratio."""
-    from depthprune.grid.results import iter_results
+    from depthprune.results.store import iter_results
 
     by_cell: dict[str, dict[str, Any]] = {}
     sums: dict[str, list[float]] = {}

@@ -1,12 +1,12 @@
-"""The shapes that decide a decoder's FLOPs and memory: the registry's models whose weights are not
-shipped (their depth from :data:`depthprune.models.MODELS`, the rest from each checkpoint's
-``config.json``), else the model's local ``config.json``."""
+"""The shapes that decide a decoder's FLOPs and memory: the registry's models that state one (depth and
+architecture from :data:`depthprune.model.MODELS`, :attr:`~depthprune.model.ModelSpec.shape`), else the
+model's local ``config.json``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from depthprune.models import MODELS, locate
+from depthprune.model import MODELS, locate
 
 
 @dataclass(frozen=True)
@@ -43,30 +43,27 @@ class ModelShape:
         return 2.0 * self.hidden * self.vocab
 
 
-def _registered(model: str, hidden: int, intermediate: int, heads: int, kv_heads: int, head_dim: int, vocab: int,
-                tied: bool, gguf: bool = False) -> ModelShape:
-    """A registry model's shape: its depth and where its config comes from are the registry's
-    (``gguf``: the config transformers reads from the model's GGUF weights file)."""
+#: The registered models whose config the planner cites as the one transformers reads from the model's
+#: GGUF weights file (the others: the checkpoint's config.json).
+_GGUF_CONFIG = frozenset({"gemma3-270m"})
+
+
+def _registered(model: str) -> ModelShape:
+    """A registry model's shape: its depth, architecture and source are the registry's
+    (for the models in :data:`_GGUF_CONFIG`, the config transformers reads from the GGUF weights file)."""
     spec = MODELS[model]
-    if spec.n_layers is None:
-        raise ValueError(f"{model}: the model registry has no layer count for it")
-    source = (f"the config transformers reads from {spec.weights_file} ({spec.source})" if gguf
+    if spec.n_layers is None or spec.shape is None:
+        raise ValueError(f"{model}: the model registry has no layer count or shape for it")
+    s = spec.shape
+    source = (f"the config transformers reads from {spec.weights_file} ({spec.source})" if model in _GGUF_CONFIG
               else f"{spec.source} config.json")
-    return ModelShape(model, spec.n_layers, hidden, intermediate, heads, kv_heads, head_dim, vocab, tied, source)
+    return ModelShape(model, spec.n_layers, s.hidden, s.intermediate, s.heads, s.kv_heads, s.head_dim, s.vocab,
+                      s.tied, source)
 
 
-#: Shapes of the models whose weights are not shipped, from each checkpoint's config.json.
-SHAPES: dict[str, ModelShape] = {
-    s.model: s
-    for s in (
-        _registered("llama3-8b", 4096, 14336, 32, 8, 128, 128256, False),
-        _registered("llama3.1-8b", 4096, 14336, 32, 8, 128, 128256, False),
-        _registered("qwen3-8b", 4096, 12288, 32, 8, 128, 151936, False),
-        _registered("smollm2-135m", 576, 1536, 9, 3, 64, 49152, True),
-        # attention FLOPs counted as full attention (15 of its 18 blocks attend within 512 tokens)
-        _registered("gemma3-270m", 640, 2048, 4, 1, 256, 262144, True, gguf=True),
-    )
-}
+#: Shapes of the registry's models that state one (:attr:`depthprune.model.ModelSpec.shape`); gemma3-270m's
+#: attention FLOPs are counted as full attention (15 of its 18 blocks attend within 512 tokens).
+SHAPES: dict[str, ModelShape] = {m: _registered(m) for m, spec in MODELS.items() if spec.shape is not None}
 
 
 def model_shape(model: str) -> ModelShape:

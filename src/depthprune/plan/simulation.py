@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from depthprune.request_cost import ENERGY, Request, replay_cost
-from depthprune.result import Result
+from depthprune.results.schema import Result
+from depthprune.scoring.request_cost import ENERGY, Request, replay_cost
 from depthprune.search import get_searcher
 
 Losses = Callable[[frozenset[int]], float]
@@ -64,7 +64,7 @@ def recorded_losses(result: Mapping[str, Any]) -> RecordedLosses:
 
 
 class _RecordingScore:
-    """The score callable a searcher gets, logging requests exactly as :class:`~depthprune.scoring.Scorer`
+    """The score callable a searcher gets, logging requests exactly as :class:`~depthprune.scoring.scorer.Scorer`
     does (every call, memo hits included; ``energy()`` logs ENERGY, then the dense set and the singles)."""
 
     def __init__(self, losses: Losses, n_layers: int) -> None:
@@ -106,7 +106,7 @@ class Simulated:
 
 def simulate(searcher: str, params: dict[str, Any], n_layers: int, budget: int, losses: Losses, seed: int = 0,
              use_prior: bool = True, protected: Sequence[int] = (), keep_best: int = 4) -> Simulated:
-    """Run ``searcher`` on ``losses`` and count its requests with :func:`~depthprune.request_cost.replay_cost`.
+    """Run ``searcher`` on ``losses`` and count its requests with :func:`~depthprune.scoring.request_cost.replay_cost`.
 
     Mirrors :meth:`depthprune.recipe.Calibration.search`: the prior is given when ``use_prior``
     and charged (its singles first) when the searcher asks for it.

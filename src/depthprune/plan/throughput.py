@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from depthprune.jsonio import JSONFileError, read_json
+from depthprune.common.jsonio import JSONFileError, read_json
 from depthprune.plan.gpus import GPU, GPUS, gpu_kind
 from depthprune.plan.shapes import ModelShape
 

@@ -39,7 +39,7 @@ def environment(out: str | Path) -> dict[str, str]:
 
 
 def read_manifest(out: str | Path) -> dict[str, Any]:
-    from depthprune.jsonio import read_json  # here, not above: the package's API pages list what it imports
+    from depthprune.common.jsonio import read_json  # here, not above: the package's API pages list what it imports
 
     path = Path(out) / MANIFEST
     if not path.is_file():

@@ -7,7 +7,7 @@ proves is that the paper path *runs* and produces what it says it produces:
 * the removed set has M distinct layers of the real layer count;
 * the cost is what the searcher predicts (:meth:`depthprune.search.base.Searcher.evaluation_bounds`:
   exact where the settings fix it, within its bounds otherwise) and what a replay of its requests through a private scorer
-  counts (:func:`depthprune.scoring.replay_cost`);
+  counts (:func:`depthprune.scoring.scorer.replay_cost`);
 * calibration shapes are the case file's (windows x tokens, items, the label answer form), every
   metric of the paper's evaluation is there, in range, over the predicted number of windows and
   items;
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from depthprune.grid.cases import Cell, Grid
-from depthprune.models import MODELS, STAND_IN_MARKER, is_stand_in
-from depthprune.result import Result, ResultError, validate
-from depthprune.scoring import replay_cost
+from depthprune.model import MODELS, STAND_IN_MARKER, is_stand_in
+from depthprune.results.schema import Result, ResultError, validate
+from depthprune.scoring.scorer import replay_cost
 from depthprune.search import get_searcher
 
 #: metrics the paper's evaluation must produce (plus <task>_acc per task)
@@ -75,7 +75,7 @@ def check_result(result: Result, grid: Grid, cell: Cell,
 
 def _check_settings(result: Mapping[str, Any], grid: Grid) -> list[str]:
     s = result["settings"]
-    from depthprune.models import resolve_dtype
+    from depthprune.model import resolve_dtype
 
     problems = []
     want_dtype = str(resolve_dtype(grid.dtype, s["device"]))
@@ -139,7 +139,7 @@ def check_cost(result: Mapping[str, Any], grid: Grid, cell: Cell) -> list[str]:
 def _check_evaluation(result: Mapping[str, Any], grid: Grid, eval_items: dict[str, int]) -> list[str]:
     if not result["evaluated"]:
         return ["the cell was not evaluated"]
-    from depthprune.profiles import PAPER
+    from depthprune.data.profiles import PAPER
 
     cfg = grid.eval_config(PAPER)
     metrics, proto = result["metrics"], result["evaluation_protocol"]
@@ -172,7 +172,7 @@ def _check_evaluation(result: Mapping[str, Any], grid: Grid, eval_items: dict[st
 
 def check_tokenizer(session) -> list[str]:
     """The tokenizer and the model agree on the special ids and on the id range, and a pad token
-    exists (LLaMA-3 ships none; :func:`depthprune.models.load_model` supplies one)."""
+    exists (LLaMA-3 ships none; :func:`depthprune.model.loading.load_model` supplies one)."""
     tok, cfg = session.tokenizer, session.model.config
     problems = []
     eos = cfg.eos_token_id if isinstance(cfg.eos_token_id, list) else [cfg.eos_token_id]
@@ -198,7 +198,7 @@ def check_saved_checkpoint(session, result: dict[str, Any], out: str | Path, pro
     import torch
     from transformers import AutoModelForCausalLM
 
-    from depthprune.masking import skip_layers
+    from depthprune.model.masking import skip_layers
     from depthprune.recipe import save_pruned
 
     removed = result["removed"]

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from depthprune.jsonio import canonical
+from depthprune.common.jsonio import canonical
 from depthprune.rehearsal import MANIFEST, environment, read_manifest
 
 _BENCH = Path(__file__).resolve().parents[3] / "bench" / "test_rehearsal.py"
@@ -44,8 +44,8 @@ def child_environment(out: Path, parent: dict[str, str] | None = None) -> dict[s
 def builder_fingerprint() -> str:
     """What the stand-ins are a function of: the builder's code, the tiny fixtures it reads, and the
     libraries that write the files (a build by other code is rebuilt, never reused)."""
-    from depthprune.env import package_versions
-    from depthprune.model_registry import TINY_ASSETS
+    from depthprune.model.registry import TINY_ASSETS
+    from depthprune.results.provenance import package_versions
 
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256()
@@ -59,7 +59,7 @@ def builder_fingerprint() -> str:
 
 def build(out: Path, layout: Layout, models: list[str] | None) -> dict:
     """Stand-in models and datasets under ``out``, and the manifest that says how to use them."""
-    from depthprune.jsonio import write_json_atomic
+    from depthprune.common.jsonio import write_json_atomic
     from depthprune.rehearsal.datasets import build_data, training_texts
     from depthprune.rehearsal.stand_ins import build_models
 

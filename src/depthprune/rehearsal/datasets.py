@@ -1,6 +1,6 @@
 """Stand-in datasets in the real formats, where the paper path's own loaders find them offline.
 
-What the paper path loads (``depthprune.profiles.PAPER`` and lm-eval's stock task YAMLs), and
+What the paper path loads (``depthprune.data.profiles.PAPER`` and lm-eval's stock task YAMLs), and
 how the rehearsal puts a stand-in there without changing the path:
 
 * **C4** (``allenai/c4``, ``data_files`` = the ``en/c4-train.00000-of-01024.json.gz`` and
@@ -9,7 +9,7 @@ how the rehearsal puts a stand-in there without changing the path:
   as ``huggingface-cli download`` leaves them). ``datasets`` cannot load a Hub id with
   ``data_files`` offline (it raises before looking at the Hub cache, and its own Arrow cache of
   an online load is keyed by the files as resolved online, huggingface/datasets#6837), so
-  :func:`depthprune.data.load_records` reads the cached shard with the ``json`` builder that
+  :func:`depthprune.data.sources.load_records` reads the cached shard with the ``json`` builder that
   ``datasets`` infers online. The shards also stay in ``files/`` for ``DEPTHPRUNE_DATA_C4_*``.
 * **WikiText-2 raw** (``wikitext``, ``wikitext-2-raw-v1``) and the seven lm-eval datasets
   (``Rowan/hellaswag``, ``allenai/winogrande`` ``winogrande_xl``, ``allenai/ai2_arc``
@@ -47,8 +47,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from depthprune.jsonio import read_json, read_jsonl, write_json
-from depthprune.model_registry import TINY_ASSETS
+from depthprune.common.jsonio import read_json, read_jsonl, write_json
+from depthprune.model.registry import TINY_ASSETS
 
 _TINY_DATA = TINY_ASSETS / "data"
 _TINY_TASKS = TINY_ASSETS / "tasks" / "data"
@@ -204,7 +204,7 @@ def stock_task_datasets(tasks: Iterable[str]) -> dict[str, tuple[str, str | None
     """task -> (dataset_path, dataset_name) as lm-eval's *installed* stock YAML says (includes resolved)."""
     from lm_eval.tasks._yaml_loader import load_yaml
 
-    from depthprune.profiles import PAPER
+    from depthprune.data.profiles import PAPER
 
     tasks = list(tasks)
     index = PAPER.task_manager(tasks).task_index
@@ -223,7 +223,7 @@ def stock_task_datasets(tasks: Iterable[str]) -> dict[str, tuple[str, str | None
 
 def build_data(out: Path) -> dict[str, Any]:
     """Write every stand-in dataset under ``out`` (``files/`` and ``hf/datasets/``); returns a manifest."""
-    from depthprune.profiles import PAPER
+    from depthprune.data.profiles import PAPER
     from depthprune.rehearsal.stand_ins import write_hub_snapshot
 
     cache = out / "hf" / "datasets"
@@ -231,7 +231,7 @@ def build_data(out: Path) -> dict[str, Any]:
     manifest: dict[str, Any] = {}
 
     # C4: real-format json.gz shards in the Hub cache (as `huggingface-cli download allenai/c4 --include
-    # en/c4-train.00000-of-01024.json.gz` leaves them), read through depthprune.data's Hub-cache
+    # en/c4-train.00000-of-01024.json.gz` leaves them), read through depthprune.data.sources's Hub-cache
     # fallback (datasets cannot resolve a Hub id with data_files offline). Validation: no long pages,
     # ~2 documents a page, so that the evaluation's 1100-document prefix holds the paper's
     # 256 x 2048 tokens with room to spare, and no more: it is tokenised whole.

@@ -18,7 +18,7 @@ A stand-in has what the paper path can trip on and nothing it cannot afford on a
   the special tokens are filled with entries no text can produce, so the special tokens sit at
   their real ids and ``len(tokenizer)`` is the real one (128256 / 151669; Qwen3's embedding has
   151936 rows, more than its tokenizer, as in the real model);
-* the marker file :data:`depthprune.models.STAND_IN_MARKER`, so every result made on it is
+* the marker file :data:`depthprune.model.loading.STAND_IN_MARKER`, so every result made on it is
   flagged ``stand_in`` and never taken for a real one.
 
 Width (ours): hidden 64, 8 query / 2 key-value heads of 8 dimensions (the real ratio 32/8 = 4;
@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from depthprune.jsonio import write_json
-from depthprune.models import PAPER_MODELS, STAND_IN_MARKER
+from depthprune.common.jsonio import write_json
+from depthprune.model import PAPER_MODELS, STAND_IN_MARKER
 
 Layout = Literal["hf-cache", "models-dir"]
 LAYOUTS: tuple[str, ...] = ("hf-cache", "models-dir")
@@ -55,31 +55,50 @@ BPE_VOCAB = 8192  # the stand-in tokenizer's own entries (ours); specials sit at
 FILLER = "\u2400"  # prefix of the unreachable entries between the two (see tokenizer_json)
 SHARD_SIZE = "16MB"  # several shards with an index, as the real checkpoints have
 
+
+
+def _hub_shape(model_id: str, head_dim: bool = False) -> dict[str, Any]:
+    """The registry's shape of a paper model (:attr:`depthprune.model.ModelSpec.shape`) under its
+    config.json keys (``head_dim``: only where the Hub file names it)."""
+    spec = PAPER_MODELS[model_id]
+    if spec.n_layers is None or spec.shape is None:
+        raise ValueError(f"{model_id}: the model registry has no layer count or shape for it")
+    s = spec.shape
+    return {"hidden_size": s.hidden, "intermediate_size": s.intermediate, "num_attention_heads": s.heads,
+            "num_hidden_layers": spec.n_layers, "num_key_value_heads": s.kv_heads, "tie_word_embeddings": s.tied,
+            "vocab_size": s.vocab, **({"head_dim": s.head_dim} if head_dim else {})}
+
+
+_L3, _Q3 = _hub_shape("llama3-8b"), _hub_shape("qwen3-8b", head_dim=True)
 # The real config.json files as published on the Hub (meta-llama/Meta-Llama-3-8B,
-# meta-llama/Llama-3.1-8B, Qwen/Qwen3-8B); only the width keys are replaced by :func:`stand_in_config`.
+# meta-llama/Llama-3.1-8B, Qwen/Qwen3-8B), in their key order, the shape's numbers the registry's;
+# only the width keys are replaced by :func:`stand_in_config`.
 _LLAMA3_8B: dict[str, Any] = {
     "architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
-    "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 4096,
-    "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 8192,
-    "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+    "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu",
+    "hidden_size": _L3["hidden_size"], "initializer_range": 0.02, "intermediate_size": _L3["intermediate_size"],
+    "max_position_embeddings": 8192, "model_type": "llama", "num_attention_heads": _L3["num_attention_heads"],
+    "num_hidden_layers": _L3["num_hidden_layers"], "num_key_value_heads": _L3["num_key_value_heads"],
     "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 500000.0,
-    "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.40.0.dev0",
-    "use_cache": True, "vocab_size": 128256,
+    "tie_word_embeddings": _L3["tie_word_embeddings"], "torch_dtype": "bfloat16",
+    "transformers_version": "4.40.0.dev0", "use_cache": True, "vocab_size": _L3["vocab_size"],
 }
 _LLAMA31_8B: dict[str, Any] = {
-    **_LLAMA3_8B, "max_position_embeddings": 131072, "mlp_bias": False,
+    **_LLAMA3_8B, **_hub_shape("llama3.1-8b"), "max_position_embeddings": 131072, "mlp_bias": False,
     "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                      "original_max_position_embeddings": 8192, "rope_type": "llama3"},
     "transformers_version": "4.43.0.dev0",
 }
 _QWEN3_8B: dict[str, Any] = {
     "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
-    "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096,
-    "initializer_range": 0.02, "intermediate_size": 12288, "max_position_embeddings": 40960,
-    "max_window_layers": 36, "model_type": "qwen3", "num_attention_heads": 32, "num_hidden_layers": 36,
-    "num_key_value_heads": 8, "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000,
-    "sliding_window": None, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-    "transformers_version": "4.51.0", "use_cache": True, "use_sliding_window": False, "vocab_size": 151936,
+    "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": _Q3["head_dim"],
+    "hidden_act": "silu", "hidden_size": _Q3["hidden_size"], "initializer_range": 0.02,
+    "intermediate_size": _Q3["intermediate_size"], "max_position_embeddings": 40960, "max_window_layers": 36,
+    "model_type": "qwen3", "num_attention_heads": _Q3["num_attention_heads"],
+    "num_hidden_layers": _Q3["num_hidden_layers"], "num_key_value_heads": _Q3["num_key_value_heads"],
+    "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000, "sliding_window": None,
+    "tie_word_embeddings": _Q3["tie_word_embeddings"], "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
+    "use_cache": True, "use_sliding_window": False, "vocab_size": _Q3["vocab_size"],
 }
 
 _LLAMA3_SPECIALS = (["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
@@ -113,13 +132,17 @@ class TokenizerSpec:
 
 @dataclass(frozen=True)
 class StandInSpec:
-    """One paper model's stand-in: its registry id, the real config and tokenizer, our width."""
+    """One paper model's stand-in: its registry id, the real config and tokenizer, the seed of its weights."""
 
     id: str
     real_config: dict[str, Any]
     tokenizer: TokenizerSpec
-    intermediate_ratio: float
     seed: int
+
+    @property
+    def intermediate_ratio(self) -> float:
+        """The real model's MLP width over its hidden size (kept by our width)."""
+        return float(self.real_config["intermediate_size"] / self.real_config["hidden_size"])
 
 
 _LLAMA3_TOKENIZER = TokenizerSpec(_LLAMA3_SPECIALS, 128000, _LLAMA3_SPLIT, "<|begin_of_text|>", "<|end_of_text|>",
@@ -127,11 +150,11 @@ _LLAMA3_TOKENIZER = TokenizerSpec(_LLAMA3_SPECIALS, 128000, _LLAMA3_SPLIT, "<|be
 STAND_INS: dict[str, StandInSpec] = {
     s.id: s
     for s in (
-        StandInSpec("llama3-8b", _LLAMA3_8B, _LLAMA3_TOKENIZER, 3.5, 11),
-        StandInSpec("llama3.1-8b", _LLAMA31_8B, _LLAMA3_TOKENIZER, 3.5, 12),
+        StandInSpec("llama3-8b", _LLAMA3_8B, _LLAMA3_TOKENIZER, 11),
+        StandInSpec("llama3.1-8b", _LLAMA31_8B, _LLAMA3_TOKENIZER, 12),
         StandInSpec("qwen3-8b", _QWEN3_8B,
                     TokenizerSpec(_QWEN3_SPECIALS, 151643, _QWEN_SPLIT, None, "<|im_end|>", "<|endoftext|>", 131072),
-                    3.0, 13),
+                    13),
     )
 }
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from depthprune.grid.results import iter_dense, iter_results
+from depthprune.common import layout
 from depthprune.report import analysis, claims, firmness, sections, tables
 from depthprune.report import readme as report_readme
 from depthprune.report import speed as report_speed
@@ -27,7 +27,8 @@ from depthprune.report.controls import is_control, render_controls
 from depthprune.report.grids import declared_grids, partial_grids, partial_lines
 from depthprune.report.precision import render_precision
 from depthprune.report.wrap import wrap_markdown
-from depthprune.result import Result
+from depthprune.results.schema import Result
+from depthprune.results.store import iter_dense, iter_results
 from depthprune.verify.firmness import read_rivals
 
 __all__ = ["GENERATED", "figures_for", "readme_block", "reported", "write_report"]
@@ -64,7 +65,7 @@ def reported(results_dirs: Iterable[str | Path]) -> tuple[list[Result], list[Res
 
 
 def readme_block(results_dirs: Iterable[str | Path], readme: str | Path, report: str | Path,
-                 cases_dir: str | Path | None = "cases") -> list[str]:
+                 cases_dir: str | Path | None = layout.CASES) -> list[str]:
     """The README verdict block ``write_report`` writes for these results (what a test compares)."""
     _, results = reported(results_dirs)
     grids = {r.identity.grid for r in results}
@@ -74,9 +75,9 @@ def readme_block(results_dirs: Iterable[str | Path], readme: str | Path, report:
     return report_readme.block(claims.judge_all(results, claims.load_thresholds()), not_run, readme, report, in_part)
 
 
-def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.md",
+def write_report(results_dirs: Iterable[str | Path], out: str | Path = layout.REPORT,
                  figures_dir: str | Path | None = None, command: str = "depthprune report",
-                 reference_dir: str | Path = "reference", cases_dir: str | Path | None = "cases",
+                 reference_dir: str | Path = layout.REFERENCE, cases_dir: str | Path | None = layout.CASES,
                  reports_dir: str | Path | None = None, readme: str | Path | None = None) -> Path:
     """Write REPORT.md (``out``), its pages under ``reports_dir`` (default ``reports/`` beside it) and its
     figures; with ``readme``, rewrite that README's verdict block too (it must have the markers).
@@ -89,14 +90,14 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = "REPORT.m
     if readme is not None and not report_readme.has_block(readme):
         raise ValueError(f"{readme}: no verdict block to rewrite (a line starting '<!-- verdicts:start' and one "
                          f"'{report_readme.END}')")
-    figures = Path(figures_dir) if figures_dir is not None else out.parent / "figures"
+    figures = Path(figures_dir) if figures_dir is not None else out.parent / layout.FIGURES
     figures.mkdir(parents=True, exist_ok=True)
-    reports = Path(reports_dir) if reports_dir is not None else out.parent / "reports"
+    reports = Path(reports_dir) if reports_dir is not None else out.parent / layout.REPORTS
     grids = analysis.grids_of(results)
     thresholds = claims.load_thresholds()
     verdicts = claims.judge_all(results, thresholds)
     assessed = firmness.assess(every)
-    rivals = read_rivals(sorted(p for d in dirs for p in d.glob("rivals-*.json")))
+    rivals = read_rivals(sorted(p for d in dirs for p in d.glob(layout.RIVALS_GLOB)))
     rejudged = firmness.rejudge(results, verdicts, assessed, thresholds, rivals)
     declared = declared_grids(cases_dir)
     missing = [d for d in declared if d.name not in grids]

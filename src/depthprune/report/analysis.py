@@ -28,7 +28,7 @@ from scipy import stats
 
 from depthprune.grid.reference import jaccard  # one definition: the grid's check and the report share it
 from depthprune.report.noise import outcome_bits
-from depthprune.result import Condition, Result
+from depthprune.results.schema import Condition, Result
 
 MIN_DISTINCT_FOR_SPEARMAN = 5
 

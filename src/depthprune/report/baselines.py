@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from depthprune.jsonio import read_json
-from depthprune.model_registry import REAL_ASSETS
+from depthprune.common.jsonio import read_json
+from depthprune.common.text_tables import markdown_table
+from depthprune.model.registry import REAL_ASSETS
 from depthprune.report.cells import table
-from depthprune.text_tables import markdown_table
 
 BASELINES = REAL_ASSETS / "tasks" / "mc" / "baselines.json"
 

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from depthprune.jsonio import read_json
-from depthprune.text_tables import markdown_table
+from depthprune.common.jsonio import read_json
+from depthprune.common.text_tables import markdown_table
 
 PREFIX = "calibration-curve-"
 

@@ -7,11 +7,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from depthprune.text_tables import fixed, markdown_table
+from depthprune.common.text_tables import fixed, markdown_table
 
 
 def fmt(value: Any, digits: int = 3) -> str:
-    """A number as REPORT's tables write it (:func:`depthprune.text_tables.fixed`)."""
+    """A number as REPORT's tables write it (:func:`depthprune.common.text_tables.fixed`)."""
     return fixed(value, digits)
 
 

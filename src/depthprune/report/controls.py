@@ -20,7 +20,7 @@ from depthprune.report import analysis, tables
 from depthprune.report.cells import fmt as _f
 from depthprune.report.cells import layers as _layers
 from depthprune.report.cells import table as _fit
-from depthprune.result import Result
+from depthprune.results.schema import Result
 
 Key = tuple[str, str, str, int]  # model, objective, searcher, budget
 

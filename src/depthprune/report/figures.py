@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
 from depthprune.report.analysis import searcher_rank  # noqa: E402
-from depthprune.result import Condition, Result  # noqa: E402
+from depthprune.results.schema import Condition, Result  # noqa: E402
 
 _PNG_META = {"Software": None}  # keep files byte-stable across matplotlib versions' stamps
 

@@ -4,7 +4,7 @@ band (:mod:`depthprune.verify.firmness`), and what the verdicts say when those c
 Re-judging substitutes, in each cell inside a band whose rival answer is known, the rival: in the claims
 that read only removed sets and costs (``Claim.reads_evaluation`` False), its set; in the claims that read an
 evaluation, also its evaluation, where another cell of the same condition removed that set or the rivals
-archive (:mod:`depthprune.grid.rivals`) evaluated it. A verdict that changes is marked in the verdict matrix
+archive (:mod:`depthprune.grid.measure_rivals`) evaluated it. A verdict that changes is marked in the verdict matrix
 as one rounding can flip; one that does not has held against the substitutions that could be made, and the
 cells that could not be substituted are counted beside it.
 """
@@ -20,7 +20,7 @@ from typing import Any
 from depthprune.report import analysis, claims
 from depthprune.report.cells import table
 from depthprune.report.verdicts import FLIP_MARK
-from depthprune.result import Result
+from depthprune.results.schema import Result
 from depthprune.verify.firmness import (
     BANDS,
     FIRM,
@@ -67,7 +67,7 @@ METHOD = [
 
 
 
-def _condition_key(r: Result) -> tuple[Any, ...]:
+def _evaluation_twin_key(r: Result) -> tuple[Any, ...]:
     return (r.identity.grid, r.identity.model, r.identity.objective, r.identity.calibration_seed, r.identity.profile)
 
 
@@ -83,7 +83,7 @@ def substitute(results: Sequence[Result], cells: Sequence[CellFirmness], evaluat
     that came back), rival unknown, rival not evaluated."""
     evaluated: dict[tuple[Any, ...], Result] = {}
     for r in results:
-        key = (*_condition_key(r), tuple(sorted(r["removed"])), repr(r.get("evaluation_protocol")))
+        key = (*_evaluation_twin_key(r), tuple(sorted(r["removed"])), repr(r.get("evaluation_protocol")))
         evaluated.setdefault(key, r)
     by_cell = {(c.grid, c.cell): c for c in cells}
     out, counts = [], Counter[str]()
@@ -103,7 +103,7 @@ def substitute(results: Sequence[Result], cells: Sequence[CellFirmness], evaluat
             counts["same set"] += 1
             out.append(r)
             continue
-        twin = evaluated.get((*_condition_key(r), rival, repr(r.get("evaluation_protocol"))))
+        twin = evaluated.get((*_evaluation_twin_key(r), rival, repr(r.get("evaluation_protocol"))))
         source = twin if twin is not None else record if record is not None and record.get("evaluated") else None
         if source is not None:
             counts["substituted"] += 1

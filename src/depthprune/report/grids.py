@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from depthprune.result import Result
+from depthprune.results.schema import Result
 
 if sys.version_info >= (3, 11):
     import tomllib

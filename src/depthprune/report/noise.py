@@ -6,7 +6,7 @@ statistic built from several solutions' metrics (a variance share, a Spearman ρ
 noise, and not symmetrically: noise adds variance to every solution, so a variance share that
 "the searcher" explains grows with noise alone, and noise pulls a correlation toward 0. This
 module measures the noise from the outcomes a result stores
-(:data:`depthprune.result` ``item_outcomes``, ``item_clusters``, ``window_nll``) so that a
+(:data:`depthprune.results.schema` ``item_outcomes``, ``item_clusters``, ``window_nll``) so that a
 verdict can (a) subtract it where it biases a statistic and (b) resample it where it only
 blurs one.
 
@@ -178,7 +178,7 @@ def discordance(blocks: Sequence[Outcomes], a: int, b: int) -> float | None:
 # -- from result dicts ------------------------------------------------------------------------------
 
 def outcome_bits(s: str) -> np.ndarray:
-    """A stored outcome string ("0110...", :data:`depthprune.result` ``item_outcomes``) as 0./1. floats."""
+    """A stored outcome string ("0110...", :data:`depthprune.results.schema` ``item_outcomes``) as 0./1. floats."""
     return np.frombuffer(s.encode(), dtype=np.uint8).astype(float) - 48
 
 

@@ -20,14 +20,19 @@ from typing import Any
 
 import numpy as np
 
-from depthprune.grid.reference import dtype_name, read_reference
+from depthprune.common.text_tables import markdown_table
+from depthprune.grid.reference import read_reference
+from depthprune.model.precision import dtype_name
 from depthprune.report.cells import fmt, layers
 from depthprune.report.controls import is_control
-from depthprune.result import Result
-from depthprune.text_tables import markdown_table
+from depthprune.results.schema import Result
 
-#: claims whose statistics read only what a reference keeps: removed sets, calibration losses, metrics
-FROM_REFERENCES = ("5.1a", "5.1b-contiguity", "5.1b-depth", "5.2", "5.3", "search-gain")
+
+def from_references() -> tuple[str, ...]:
+    """The claims whose statistics read only what a reference keeps (:attr:`Claim.reads_only_references`)."""
+    from depthprune.report.claims import CLAIMS
+
+    return tuple(sorted(c.id for c in CLAIMS.values() if c.reads_only_references))
 
 
 def _dtype(r: Result) -> str:
@@ -95,7 +100,7 @@ def verdict_changes(grid_pairs: list[tuple[Result, dict]], all_rows: Sequence[Re
     bf16 = {v.claim.id: v for v in judge_all(rows)}
     fp32 = {v.claim.id: v for v in judge_all(float32_view(rows, refs))}
     out = []
-    for claim in FROM_REFERENCES:
+    for claim in from_references():
         a, b = bf16.get(claim), fp32.get(claim)
         if a is None or b is None:
             continue
@@ -126,7 +131,7 @@ def render_precision(results: Sequence[Result], ref_dir: str | Path) -> list[str
             if flipped != "no":
                 flips.append(f"{grid} {claim}")
     lines += ["Claim verdicts of each main grid with the float32 cells in place of the bf16 ones (the claims judged from what a "
-              f"reference keeps: {', '.join(FROM_REFERENCES)}; search-cost, search-convergence and 3.3 need costs, "
+              f"reference keeps: {', '.join(from_references())}; search-cost, search-convergence and 3.3 need costs, "
               "traces and priors that references do not keep, and are not re-judged):", "",
               markdown_table(judged, ["grid", "claim", "bf16", "float32", "flipped"], numparse=True), ""]
     moved = [[r["cell"], layers(f["removed"]), layers(r["removed"]), fmt(f["calibration_loss"], 4),

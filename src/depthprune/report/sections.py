@@ -15,7 +15,8 @@ from typing import Any
 
 from depthprune.builders.task_baselines import FROZEN as TASK_BASELINES
 from depthprune.builders.task_baselines import chance as task_chance
-from depthprune.jsonio import read_json
+from depthprune.common.jsonio import read_json
+from depthprune.common.text_tables import markdown_table
 from depthprune.report import analysis, claims, intervals, tables
 from depthprune.report import firmness as report_firmness
 from depthprune.report import speed as report_speed
@@ -27,8 +28,7 @@ from depthprune.report.cells import table as _fit_table
 from depthprune.report.claims import Verdict
 from depthprune.report.grids import DeclaredGrid
 from depthprune.report.variance import share_rows
-from depthprune.result import Result
-from depthprune.text_tables import markdown_table
+from depthprune.results.schema import Result
 
 
 def link(target: Path, base: Path) -> str:
@@ -57,7 +57,7 @@ def env_summary(results: list[Result]) -> list[str]:
 
 def _model_card(model: str) -> dict[str, Any]:
     """The shipped model card of a registry model (tiny family, real models), or {} (paper models)."""
-    from depthprune.model_registry import MODELS, REAL_ASSETS
+    from depthprune.model.registry import MODELS, REAL_ASSETS
 
     spec = MODELS.get(model)
     if spec is None:

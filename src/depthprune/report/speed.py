@@ -15,12 +15,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from depthprune.jsonio import read_json
+from depthprune.common.jsonio import read_json
 from depthprune.report.cells import table
 from depthprune.report.claims.cost import WORKLOADS
 from depthprune.report.claims.helpers import median
 from depthprune.report.figures import avg_acc_interval
-from depthprune.result import Result
+from depthprune.results.schema import Result
 
 #: the speed archive's format (depthprune.speed.cells)
 SPEED_SCHEMA = "depthprune-speed-grid/1"

@@ -19,7 +19,7 @@ from depthprune.report import analysis, intervals
 from depthprune.report.cells import fmt as _f
 from depthprune.report.cells import layers as _layers
 from depthprune.report.cells import table as _fit
-from depthprune.result import Result
+from depthprune.results.schema import Result
 
 PPL_SHORT = {"wikitext2": "wiki2"}
 TASK_SHORT = {"hellaswag": "HS", "winogrande": "WG", "arc_easy": "ARC-e", "arc_challenge": "ARC-c",
@@ -32,7 +32,7 @@ def _table(rows: list[list[Any]], headers: list[str], keys: int = 1) -> str:
 
 
 def profile_of(rows: Sequence[Result]):
-    from depthprune.profiles import get_profile
+    from depthprune.data.profiles import get_profile
 
     return get_profile(rows[0].identity.profile or "paper")
 
@@ -95,7 +95,7 @@ def condition_tables(rows: list[Result], dense: dict[str, Any] | None) -> list[s
 
 def metrics_note(results: list[Result]) -> list[str]:
     """What each profile's columns mean (the real profile's "c4" is its own held-out text)."""
-    from depthprune.profiles import get_profile
+    from depthprune.data.profiles import get_profile
 
     lines = []
     for name in sorted({r.identity.profile or "paper" for r in results}):

@@ -21,7 +21,7 @@ import numpy as np
 from depthprune.report import claims, noise
 from depthprune.report.claims import helpers
 from depthprune.report.claims import variance as claim_variance
-from depthprune.result import Result
+from depthprune.results.schema import Result
 
 METRICS = (("c4_ppl", "log C4 perplexity", math.log), ("avg_acc", "avg accuracy", lambda v: v))
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+from depthprune.common.text_tables import markdown_table
 from depthprune.report.claims import CLAIMS, Verdict
-from depthprune.text_tables import markdown_table
 
 NOT_RUN = "NOT RUN"
 #: the matrix cell of a grid without results: a no-break space, so that a browser squeezing the

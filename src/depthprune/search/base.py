@@ -30,8 +30,8 @@ from typing import Any, ClassVar, Literal
 
 from tqdm.auto import tqdm
 
-from depthprune.params import check_ints
-from depthprune.registry import Registry
+from depthprune.common.params import check_ints
+from depthprune.common.plugins import Registry
 
 ScoreFn = Callable[[frozenset[int]], float]
 #: the ways the planner counts a searcher's layer-forwards (:attr:`Searcher.planned`)
@@ -311,17 +311,27 @@ class Searcher(ABC):
     #: cell's removed set is then checked exactly only against a reference made on the same kernels
     #: (:func:`depthprune.grid.reference.not_checkable`)
     kernel_sensitive: ClassVar[str] = ""
+    #: why ``depthprune plan --check`` cannot re-count its cost from a result's recorded losses ("" where it can)
+    not_recountable: ClassVar[str] = ""
     max_evaluations: int | None = None
     progress: bool | str = False
 
     def __post_init__(self) -> None:
-        """Range checks at construction (bad input fails before a model is loaded: depthprune.params);
+        """Range checks at construction (bad input fails before a model is loaded: depthprune.common.params);
         a subclass with checks of its own calls this first."""
         check_ints(self.name, self, {"max_evaluations": 1}, optional=("max_evaluations",))
 
     def params(self) -> dict[str, Any]:
         """Hyper-parameters as recorded in results (progress is presentation, not a parameter)."""
         return {k: v for k, v in dataclasses.asdict(self).items() if k != "progress"}
+
+    @classmethod
+    def turned_cut_answer(cls, removed: Sequence[int], chosen: Sequence[int], rival: Sequence[int]
+                          ) -> tuple[int, ...] | None:
+        """The set this searcher would have removed had rounding turned the prior's cut (``chosen`` kept out of
+        the set, ``rival`` in), where that follows without searching again; None where the search must be
+        followed (:mod:`depthprune.verify.rivals`). Only a searcher whose answer is the cut itself knows it."""
+        return None
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int | None:
         """Upper bound used to size the progress bar; None if unknown."""

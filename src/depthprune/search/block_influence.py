@@ -8,7 +8,7 @@ al. 2024 rank by it). No calibration loss guides the choice: the chosen set is s
 only so that its loss is reported beside the searchers'.
 
 The ranking needs hidden states, so ``score`` must offer ``score.block_influence(metric)``
-(the scoring engine, :class:`depthprune.scoring.Scorer`, does; duck-typed like
+(the scoring engine, :class:`depthprune.scoring.scorer.Scorer`, does; duck-typed like
 ``score.energy`` for cbo). A plain loss callable cannot rank blocks structurally, and is
 refused with a clear error rather than silently ranked some other way.
 """
@@ -35,6 +35,7 @@ class BlockInfluenceSearcher(Searcher):
     """
 
     name: ClassVar[str] = "bi"
+    not_recountable: ClassVar[str] = "it ranks by the dense model's Block Influence, not by scored sets"
     order: ClassVar[int] = 7  # position in report tables
     planned: ClassVar[Planned] = "fixed"  # no loss search: the dense pass and the chosen set
     metric: str = "cosine"
@@ -55,7 +56,7 @@ class BlockInfluenceSearcher(Searcher):
         influence = ctx.block_influence
         if influence is None:
             raise ValueError("bi: the score callable offers no block_influence(metric); the scoring engine "
-                             "(depthprune.scoring.Scorer) does — a plain loss callable cannot rank blocks structurally")
+                             "(depthprune.scoring.scorer.Scorer) does — a plain loss callable cannot rank blocks structurally")
         values = [float(v) for v in influence(self.metric)]
         if len(values) != ctx.n_layers:
             raise ValueError(f"bi: score.block_influence returned {len(values)} values for {ctx.n_layers} layers")

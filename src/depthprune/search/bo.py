@@ -36,7 +36,7 @@ import warnings
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.params import check_ints
+from depthprune.common.params import check_ints
 from depthprune.search.base import (
     Bounds,
     EvaluationBudgetExhausted,
@@ -101,6 +101,7 @@ class BayesOptSearcher(Searcher):
     planned: ClassVar[Planned] = "bound"  # a GP fit per evaluation: too dear for the planner to simulate
     # refitting on a run's recorded losses: capped to AVX2 it asked for the same 60 sets, on AVX-512 for another
     # set at evaluation 25 (tiny-llama3.1 margin M5, Intel, 2026-12-06; docs/measurements.md)
+    not_recountable: ClassVar[str] = "a GP fit per step (bounds only)"
     kernel_sensitive: ClassVar[str] = "its GP fits, whose optimum follows the machine's float64 kernels"
     max_evaluations: int | None = 100
     initial_design: int = 10

@@ -70,6 +70,7 @@ class CBOSearcher(Searcher):
     """
 
     name: ClassVar[str] = "cbo"
+    not_recountable: ClassVar[str] = "energy from gate gradients, not recorded"
     order: ClassVar[int] = 5  # position in report tables
     top_k: int = 8
     energy_source: str = "auto"

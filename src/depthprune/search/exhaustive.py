@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.params import check_ints
+from depthprune.common.params import check_ints
 from depthprune.search.base import Bounds, SearchContext, Searcher, register, set_key
 
 

@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.params import check_ints
+from depthprune.common.params import check_ints
 from depthprune.search.base import Bounds, SearchContext, Searcher, rank_key, register, set_key
 
 Segment = tuple[int, ...]

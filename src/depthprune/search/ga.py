@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.params import check_ints
+from depthprune.common.params import check_ints
 from depthprune.search.base import Bounds, EvaluationBudgetExhausted, SearchContext, Searcher, register, set_key
 
 

@@ -7,6 +7,7 @@ Cost: L single-layer evaluations (the shared prior) plus one for the chosen set.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -26,6 +27,12 @@ class OneShotSearcher(Searcher):
 
     def expected_evaluations(self, n_layers: int, budget: int, n_protected: int) -> int:
         return n_layers - n_protected + 1
+
+    @classmethod
+    def turned_cut_answer(cls, removed: Sequence[int], chosen: Sequence[int], rival: Sequence[int]
+                          ) -> tuple[int, ...] | None:
+        """The answer is the prior's cut: turned, its two singles swap."""
+        return tuple(sorted(set(removed) - set(chosen) | set(rival)))
 
     def run(self, ctx: SearchContext) -> frozenset[int]:
         prior = ctx.prior()

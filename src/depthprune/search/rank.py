@@ -22,7 +22,7 @@ import random
 from dataclasses import dataclass
 from typing import ClassVar
 
-from depthprune.params import check_ints
+from depthprune.common.params import check_ints
 from depthprune.search.base import Bounds, SearchContext, Searcher, rank_key, register, set_key
 from depthprune.search.exhaustive import score_every_set
 

@@ -17,13 +17,13 @@ from typing import Any
 
 from torch import nn
 
-from depthprune.jsonio import JSONFileError, append_jsonl, parse_json, write_jsonl
-from depthprune.result import Result
+from depthprune.common.jsonio import JSONFileError, append_jsonl, parse_json, write_jsonl
+from depthprune.results.schema import Result
 from depthprune.speed import costs
 from depthprune.speed.compare import rebuild, time_pair
 from depthprune.speed.timing import Workload
 
-SCHEMA = "depthprune-speed-grid/1"  # a string, so results readers skip the file (depthprune.result.is_result)
+SCHEMA = "depthprune-speed-grid/1"  # a string, so results readers skip the file (depthprune.results.schema.is_result)
 
 
 def distinct_sets(results: Iterable[Result], grid: str) -> dict[str, dict[tuple[int, ...], list[str]]]:

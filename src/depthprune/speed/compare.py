@@ -19,15 +19,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from depthprune.masking import prune_layers
+from depthprune.model.masking import prune_layers
 from depthprune.speed import costs
 from depthprune.speed.timing import PeakMemory, Workload, param_bytes, param_count, run, spread, token_ids
 
-SCHEMA = "depthprune-speed/1"  # a string: an integer schema is what marks a cell result (depthprune.result.is_result)
+SCHEMA = "depthprune-speed/1"  # a string: an integer schema is what marks a cell result (depthprune.results.schema.is_result)
 
 
 def rebuild(dense: nn.Module, removed: tuple[int, ...]) -> nn.Module:
-    """A truly smaller copy of ``dense``: the removed blocks deleted (:func:`depthprune.masking.prune_layers`,
+    """A truly smaller copy of ``dense``: the removed blocks deleted (:func:`depthprune.model.masking.prune_layers`,
     what ``depthprune prune --save`` writes), not a masked view; ``dense`` itself is left whole."""
     pruned = copy.deepcopy(dense)
     prune_layers(pruned, removed)
@@ -90,7 +90,7 @@ def cpu_flags() -> dict[str, Any]:
 def machine(device: str, dtype: torch.dtype) -> dict[str, Any]:
     """What the numbers were measured on: the suite's environment record (kernels, torch, threads,
     revision) plus the CPU's flags and, on CUDA, the GPU."""
-    from depthprune.env import environment
+    from depthprune.results.provenance import environment
 
     env = environment(device, str(dtype).removeprefix("torch."))
     env["cpu"] = cpu_flags()

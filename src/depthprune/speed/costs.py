@@ -5,7 +5,7 @@ and nothing else costs anything. Neither holds in general: the embedding and out
 gemma3 interleaves sliding-window and full-attention blocks, which cost differently at a context
 longer than the window. The table measures it, per phase (``prefill@<context>``, ``decode@<context>``):
 
-* the model is timed, at batch 1, as a masked view (:func:`depthprune.masking.keep_only`, the same
+* the model is timed, at batch 1, as a masked view (:func:`depthprune.model.masking.keep_only`, the same
   compute as the rebuilt model) with a few kept sets: all blocks, one block of each type, and all
   blocks of one type (a model with one type: the first half);
 * a least-squares fit over those probes gives a fixed cost (embedding, final norm, head and the
@@ -27,8 +27,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from depthprune.jsonio import read_json
-from depthprune.masking import keep_only, restore
+from depthprune.common.jsonio import read_json
+from depthprune.model.masking import keep_only, restore
 from depthprune.speed.timing import Workload, run, spread, token_ids
 
 #: where the shipped cost tables live (package data)

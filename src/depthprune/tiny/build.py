@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from depthprune.jsonio import read_json, read_jsonl, write_json, write_jsonl
+from depthprune.common.jsonio import read_json, read_jsonl, write_json, write_jsonl
 
 PKG_DIR = Path(__file__).resolve().parents[1]          # src/depthprune
 ASSETS = PKG_DIR / "assets" / "tiny"

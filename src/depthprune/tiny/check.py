@@ -6,7 +6,7 @@ does not measure itself. For one model (a registry id or a model directory), ope
 
 * dense losses and the single-layer-removal sweep come from
   ``Session.calibrate(objective, ...)``: ``dense_loss`` and the prior f({i}), i.e. the
-  benchmark's Scorer, objectives and masking (:mod:`depthprune.masking`). The sweep is
+  benchmark's Scorer, objectives and masking (:mod:`depthprune.model.masking`). The sweep is
   ``prior[i] - dense_loss`` for
 
   - ``ppl`` on ``c4_train`` (the tiny profile's calibration setting, what searches see)
@@ -21,7 +21,7 @@ does not measure itself. For one model (a registry id or a model directory), ope
   :meth:`~depthprune.objectives.margin.MarginObjective.option_logprobs` on the dense
   model; the loss recomputed from those log-probs must equal the scorer's dense loss;
 * zero-shot accuracy (six tasks + LAMBADA-like) and the perplexity suite are
-  ``Session.evaluate((), TINY.eval_config(limit=...))`` -- :mod:`depthprune.evaluate`,
+  ``Session.evaluate((), TINY.eval_config(limit=...))`` -- :mod:`depthprune.evaluation.evaluate`,
   next to the chance level of each task.
 
 Results are stored under ``"evaluation"`` in the model's card.json (and README).
@@ -33,8 +33,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from depthprune.env import keeps_torch_threads
-from depthprune.jsonio import read_json
+from depthprune.common.jsonio import read_json
+from depthprune.common.machine import keeps_torch_threads
 
 CHANCE = {"hellaswag": 0.25, "winogrande": 0.5, "arc_easy": 0.25, "arc_challenge": 0.25, "piqa": 0.5, "boolq": 0.5}
 
@@ -79,7 +79,7 @@ def portable(value: Any, assets: Path, shown_as: str) -> Any:
 
 
 def _portable(value: Any) -> Any:
-    from depthprune.model_registry import TINY_ASSETS
+    from depthprune.model.registry import TINY_ASSETS
 
     return portable(value, TINY_ASSETS, "assets/tiny")
 
@@ -156,7 +156,7 @@ def check_model(model: str | Path, threads: int = 1, limit: int | None = None, s
     """
     import torch
 
-    from depthprune.profiles import TINY
+    from depthprune.data.profiles import TINY
     from depthprune.recipe import Session
 
     from .train import write_card
@@ -179,7 +179,7 @@ def check_model(model: str | Path, threads: int = 1, limit: int | None = None, s
     if sweep:
         res["single_layer_removal"] = {
             "definition": "delta[i] = Calibration.prior[i] - dense_loss: the objective's loss with block i "
-                          "alone removed (depthprune.masking via the Scorer) minus the dense loss; margin "
+                          "alone removed (depthprune.model.masking via the Scorer) minus the dense loss; margin "
                           "loss = -(mean margin)",
             **deltas, "seconds": seconds}
     if lm_eval:

@@ -29,8 +29,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from depthprune import jsonio
-from depthprune.task_files import METRICS_ACC, METRICS_ACC_NORM, lambada_task, loader_module
+from depthprune.common import jsonio
+from depthprune.evaluation.task_files import METRICS_ACC, METRICS_ACC_NORM, lambada_task, loader_module
 
 from . import corpus
 from . import items as tiny_items

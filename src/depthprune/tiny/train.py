@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from depthprune.env import keeps_torch_threads
-from depthprune.jsonio import write_json
+from depthprune.common.jsonio import write_json
+from depthprune.common.machine import keeps_torch_threads
 
 MODEL_NAMES = ["tiny-llama3", "tiny-llama3.1", "tiny-qwen3"]
 
@@ -282,7 +282,7 @@ def evaluation_lines(ev: dict) -> list[str]:
     """README lines for a card's ``evaluation`` (written by :mod:`depthprune.tiny.check`)."""
     lines = ["", "## Measured quality (`depthprune build tiny check`)", "",
              "Measured through the benchmark's core: losses are `Session.calibrate(objective).dense_loss` and "
-             "its single-removal prior (the Scorer and `depthprune.masking`); zero-shot accuracy and the "
+             "its single-removal prior (the Scorer and `depthprune.model.masking`); zero-shot accuracy and the "
              "perplexity suite are `Session.evaluate((), TINY.eval_config())`. Settings: `card.json`, "
              "`evaluation`.", "",
              "| dense | value | data |", "|---|---|---|"]

@@ -69,7 +69,7 @@ Rows keep the rule they were measured by (``rule``); a rule 3 row still serves, 
 The table (``bands.json`` beside this file) is written by ``depthprune verify --measure-bands``; each
 band names its measurement, and the table keeps each measurement's command, commit, machine and cells
 once (``measurements``). It also holds the evaluation bands (:mod:`depthprune.verify.evaluation`). Where a pair, objective
-and model has no measured band, :func:`lookup` takes the widest band measured for the same precision
+and model has no measured band, :func:`loss_band` takes the widest band measured for the same precision
 pair (bf16 against fp32, say) and flags it; where the precision pair has none, there is no band and
 the cell is NOT VERIFIED, never passed.
 """
@@ -83,8 +83,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from depthprune.jsonio import read_json
-from depthprune.precision import bf16_class
+from depthprune.common.jsonio import read_json
+from depthprune.model.precision import SHORT_NAMES, bf16_class, dtype_name
 
 BANDS_FILE = Path(__file__).with_name("bands.json")
 #: rule 3: a band was this many times the largest difference measured on its measuring sets
@@ -124,15 +124,15 @@ def weight(loss: float, dense: float) -> float | None:
 
 def numeric_class(environment: Mapping[str, Any]) -> str:
     """``<precision>/<kernel class>`` of a result's or this machine's environment record."""
-    dtype = str(environment.get("dtype", "")).removeprefix("torch.")
-    precision = {"bfloat16": "bf16", "float32": "fp32", "float16": "fp16"}.get(dtype, dtype or "unknown")
+    dtype = dtype_name(environment.get("dtype", ""))
+    precision = SHORT_NAMES.get(dtype, dtype or "unknown")
     if str(environment.get("device", "cpu")).startswith("cuda"):
         return f"{precision}/cuda"
     kernels = environment.get("kernels") or {}
     if precision == "bf16":
         return f"bf16/{bf16_class(kernels.get('bf16_matmul_kernel'))}"
     capability = str(kernels.get("capability") or "unknown").lower()
-    # MKL runs the float32 products and dispatches by itself (depthprune.precision): where it ran another ISA
+    # MKL runs the float32 products and dispatches by itself (depthprune.model.precision): where it ran another ISA
     # than ATen's kernels (a run capped without MKL_ENABLE_INSTRUCTIONS), the class says so; older records lack it
     mkl = str(kernels.get("fp32_matmul_isa") or "unknown")
     if precision == "fp32" and not mkl.startswith("unknown") and mkl != capability:
@@ -198,13 +198,13 @@ def _nats(row: Mapping[str, Any], loss: float, key: str = "band") -> float:
     return row[key] * abs(loss) if row["kind"] == "relative" else row[key]
 
 
-def _band(key: str, objective: str, model: str, loss: float, row: Mapping[str, Any],
+def _band_of_row(key: str, objective: str, model: str, loss: float, row: Mapping[str, Any],
           flagged: str | None = None) -> Band:
     sigma = _nats(row, loss, "rms_upper") if row.get("rms_upper") is not None else None
     return Band(key, objective, model, loss, _nats(row, loss), _name(row), flagged, sigma, int(row.get("rule", RULE)))
 
 
-def lookup(table: Mapping[str, Any], recorded: str, here: str, objective: str, model: str,
+def loss_band(table: Mapping[str, Any], recorded: str, here: str, objective: str, model: str,
            loss: float, removed: Iterable[int] | None = None, dense: float | None = None) -> Band | None:
     """The band of a set whose recorded loss is ``loss``, a recorded class against this machine's
     (module docstring), or None where none is measured for the precision pair and objective.
@@ -226,12 +226,12 @@ def lookup(table: Mapping[str, Any], recorded: str, here: str, objective: str, m
     rows = [r for r in table.get("bands", []) if r["objective"] == objective and r.get("rule") != 5]
     for row in rows:
         if row["pair"] == key and row["model"] == model:
-            return _band(key, objective, model, loss, row)
+            return _band_of_row(key, objective, model, loss, row)
     same = [r for r in rows if precision_pair(r["pair"]) == precision_pair(key)]
     if not same:
         return None
     widest = max(same, key=lambda r: r["band"])
-    return _band(key, objective, model, loss, widest,
+    return _band_of_row(key, objective, model, loss, widest,
                  flagged=f"no band measured for {key}, {objective}, {model}: the widest measured for "
                          f"{precision_pair(key)} ({_name(widest)}) stands in")
 

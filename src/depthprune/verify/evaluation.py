@@ -54,7 +54,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from depthprune.result import Result
+from depthprune.results.schema import Result
 from depthprune.verify.bands import ALPHA, EVAL_RULE, fold, pair_key, precision_pair
 
 #: a change to this share of a cell's items is caught with probability CATCH (the issue's 1% and 95%)
@@ -133,8 +133,14 @@ def measure_here(session: Any, result: Result, items: Mapping[str, list[int]],
                  windows: Mapping[str, list[int]]) -> Measured:
     """Evaluate ``result``'s removed set on ``session``'s model: the sampled items through lm-eval
     (``samples=``, the recorded protocol otherwise) and the sampled windows."""
-    from depthprune.evaluate import _ppl_windows, lm_eval_model, lm_eval_tasks, run_lm_eval, windows_perplexity
-    from depthprune.masking import skip_layers
+    from depthprune.evaluation.evaluate import (
+        _ppl_windows,
+        lm_eval_model,
+        lm_eval_tasks,
+        run_lm_eval,
+        windows_perplexity,
+    )
+    from depthprune.model.masking import skip_layers
 
     cfg = session.profile.eval_config(**result["evaluation_protocol"]["config"])  # as recorded, checked
     removed = list(result["removed"])
@@ -244,7 +250,7 @@ def compare(result: Result, measured: Measured) -> Comparison:
     return out
 
 
-def lookup(table: Mapping[str, Any], recorded: str, here: str, model: str, removed: Sequence[int]) -> EvalBand | None:
+def evaluation_band(table: Mapping[str, Any], recorded: str, here: str, model: str, removed: Sequence[int]) -> EvalBand | None:
     """The band a cell that removed ``removed`` is checked against: the other fold's (module docstring)."""
     key, other = pair_key(recorded, here), 1 - fold(model, removed)
     rows = table.get("evaluation", [])

@@ -12,7 +12,7 @@ measured for the cell's own model and objective counts; a borrowed one is "not m
 
 A cell inside a band has a known **rival answer** only where the sole decisions inside are its final one
 (the answer is then that decision's rival) or oneshot's prior cut (the answer swaps the two singles). A step
-inside a band leads to a path the trace does not hold: :mod:`depthprune.grid.rivals` follows it with the
+inside a band leads to a path the trace does not hold: :mod:`depthprune.verify.rivals` follows it with the
 model. REPORT's use of all this is :mod:`depthprune.report.firmness`.
 """
 
@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from depthprune.jsonio import read_json
-from depthprune.result import Result
+from depthprune.common import layout
+from depthprune.common.jsonio import read_json
+from depthprune.results.schema import Result
 from depthprune.search import SEARCHERS
-from depthprune.verify.bands import load_table, lookup, numeric_class
+from depthprune.verify.bands import load_table, loss_band, numeric_class
 from depthprune.verify.replay import FAILED, PARTIAL, Decision, replay
 
 #: the two bands asked of a cell: (label, the other numeric class, by the cell's own class)
@@ -41,8 +42,8 @@ RIVALS_SCHEMA = "depthprune-rivals/1"
 
 
 def rivals_path(archive_dir: str | Path, grid: str) -> Path:
-    """Where a grid's rivals live beside its archive."""
-    return Path(archive_dir) / f"rivals-{grid}.json"
+    """Where a grid's rivals live beside its archive (:func:`depthprune.common.layout.rivals_file`)."""
+    return layout.rivals_file(archive_dir, grid)
 
 FIRM = "firm"
 INSIDE = "inside"
@@ -80,22 +81,22 @@ def decisive(result: Result, decisions: Sequence[Decision]) -> list[Decision]:
     return [d for d in decisions if d.kind != "step" or batch_decides]
 
 
-def _band(table_: Mapping[str, Any], recorded: str, other: str, result: Result,
+def _decision_band(table_: Mapping[str, Any], recorded: str, other: str, result: Result,
           d: Decision) -> float | None:
     loss = max(abs(d.chosen_loss), abs(d.rival_loss))
-    b = lookup(table_, recorded, other, result.identity.objective, result.identity.model, loss)
+    b = loss_band(table_, recorded, other, result.identity.objective, result.identity.model, loss)
     return None if b is None or b.flagged or not math.isfinite(b.nats) else b.nats
 
 
 def known_rival(result: Result, inside: Sequence[Decision]) -> tuple[int, ...] | None:
-    """The answer had ``inside`` turned, where it needs no search: the final decision's rival, or oneshot's
-    cut with its two singles swapped; None where a turned step would need the search followed."""
+    """The answer had ``inside`` turned, where it needs no search: the final decision's rival, or the prior's
+    cut turned where the searcher answers it (:meth:`~depthprune.search.base.Searcher.turned_cut_answer`); None where a turned step would need the search followed."""
     kinds = {d.kind for d in inside}
     if kinds == {"final"}:
         return inside[0].rival
-    if kinds == {"prior"} and result.identity.search == "oneshot":
+    if kinds == {"prior"}:
         d = inside[0]
-        return tuple(sorted(set(result["removed"]) - set(d.chosen) | set(d.rival)))
+        return SEARCHERS[str(result.identity.search)].turned_cut_answer(result["removed"], d.chosen, d.rival)
     return None
 
 
@@ -113,7 +114,7 @@ def cell_firmness(result: Result, decisions: Sequence[Decision], status: str, ba
         return CellFirmness(**base, status=UNKNOWN, why="its trace does not replay")
     scored: list[tuple[float, Decision, float]] = []
     for d in decisive(result, decisions):
-        width = _band(table_, recorded, other, result, d)
+        width = _decision_band(table_, recorded, other, result, d)
         if width is None:
             return CellFirmness(**base, status=UNKNOWN,
                                 why=f"no band measured for {recorded} against {other}, {result.identity.objective}, "

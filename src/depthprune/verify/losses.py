@@ -1,6 +1,6 @@
 """Every set two runs share, each loss against its band: the one comparison behind both checks of a cell.
 
-A cell is checked across numeric classes in two places: the grid (:mod:`depthprune.grid.forks`: the cell run
+A cell is checked across numeric classes in two places: the grid (:mod:`depthprune.verify.forks`: the cell run
 here, search and all, against its reference's archived run) and ``depthprune verify``
 (:mod:`depthprune.verify.remeasure`: the archived run's sets re-scored here). Both compare every set the two
 runs share (the dense model, the singles of the prior, every set of the trace and the removed set) with the
@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from depthprune.result import Result
+from depthprune.results.schema import Result
 from depthprune.verify.bands import Band
 from depthprune.verify.replay import recorded_loss, recorded_trace
 

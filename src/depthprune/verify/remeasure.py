@@ -4,7 +4,7 @@ Each model is loaded once and each condition (model, objective and its recorded 
 calibrated once; its scorer serves every cell of the condition, so a set scored for one cell is
 not scored again for another. Per cell: **every set its run recorded** (the dense model, the singles of
 its prior, its trace and its removed set: :func:`depthprune.verify.losses.run_losses`), the same sets the
-grid's check across precisions compares (:mod:`depthprune.grid.forks`), through the same comparison
+grid's check across precisions compares (:mod:`depthprune.verify.forks`), through the same comparison
 (:func:`depthprune.verify.losses.compare_losses`), so the two checks of a cell give one verdict on its losses.
 (Until rule 5 this checked the removed set, the decisions' sets and four sampled trace sets: on an AMD EPYC
 the grid's check of the real CI slice's gemma3 margin oneshot M4 cell failed on a single that this never
@@ -35,10 +35,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from depthprune.jsonio import canonical
-from depthprune.result import Result
+from depthprune.common.jsonio import canonical
+from depthprune.results.schema import Result, calibration_of
 from depthprune.verify import evaluation as ev
-from depthprune.verify.bands import Band, Difference, EvalRow, fold, lookup, numeric_class, pair_key
+from depthprune.verify.bands import Band, Difference, EvalRow, fold, loss_band, numeric_class, pair_key
 from depthprune.verify.losses import BandFor, compare_losses, run_losses, set_order
 from depthprune.verify.replay import FAILED as REPLAY_FAILED
 from depthprune.verify.replay import Decision, Replay, replay
@@ -82,7 +82,7 @@ BY_PRECISION = "verified in its recorded precision"
 
 
 @dataclass
-class Fork:
+class InsideDecision:
     """A decision inside the band: both sets' losses as recorded and as measured here."""
 
     decision: Decision
@@ -115,7 +115,7 @@ class CellCheck:
     sets_checked: int = 0
     largest_difference: float = 0.0
     largest_z: float | None = None  # rule 4: the largest |difference| / s_up of the cell's sets
-    forks: list[Fork] = field(default_factory=list)
+    forks: list[InsideDecision] = field(default_factory=list)
     disagreement: str | None = None  # the first, where FAILED; the reason, where NOT VERIFIED
     evaluation: ev.EvalCheck | None = None  # the removed set's items and windows (None: not re-evaluated)
     failed_sets: list[frozenset[int]] = field(default_factory=list)  # every set outside its band
@@ -151,11 +151,6 @@ class CellCheck:
                 "second_opinion": self.second.to_dict() if self.second else None}
 
 
-def condition_key(result: Result) -> tuple[str, str, str]:
-    """A result's condition: model, objective and the objective's parameters as canonical JSON (one scorer each)."""
-    return result.identity.model, result.identity.objective, canonical(result["objective_params"])
-
-
 def _answers(result: Result, rep: Replay) -> list[frozenset[int]]:
     """A cell's removed set, then both sets of each final or step decision: the sets the measuring sets were
     never drawn from (:func:`held_out`; until rule 5 they were the sets a cell always checked)."""
@@ -174,7 +169,7 @@ def held_out(cells: Sequence[Result], replays: Sequence[Replay], seed: int) -> l
     protected = {s for r, rep in zip(cells, replays) for s in _answers(r, rep)}
     pool = sorted({frozenset(s) for r in cells for s, _ in r["trace"] if len(s) >= 2} - protected,
                   key=lambda s: (len(s), sorted(s)))
-    condition = "|".join(map(str, condition_key(cells[0])))
+    condition = "|".join(map(str, calibration_of(cells[0])))
     rng = random.Random(f"band:{seed}:{condition}")
     out: list[frozenset[int]] = []
     for size in sorted({len(s) for s in pool}):
@@ -197,7 +192,7 @@ def sets_to_check(result: Result, sample: Sample = FULL, rep: Replay | None = No
     return sorted(chosen | set(by_distance[:sample.farthest]), key=set_order)
 
 
-def condition_requests(cells: Sequence[Result], sample: Sample = FULL) -> list[frozenset[int]]:
+def calibration_requests(cells: Sequence[Result], sample: Sample = FULL) -> list[frozenset[int]]:
     """The sets checked over ``cells``, every cell of one condition, in the cells' order (repeats kept): what
     :func:`remeasure` scores for them (``tools/verify_floor.py`` counts them, ``bench/test_bench_scoring.py``
     times them)."""
@@ -206,12 +201,12 @@ def condition_requests(cells: Sequence[Result], sample: Sample = FULL) -> list[f
 
 def set_bands(table: Mapping[str, Any], recorded_class: str, here_class: str, result: Result) -> BandFor:
     """The band of each set of ``result``'s condition, its recorded class against ``here_class``: rule 5's,
-    with the set, its recorded loss and the run's recorded dense loss (:func:`depthprune.verify.bands.lookup`)."""
+    with the set, its recorded loss and the run's recorded dense loss (:func:`depthprune.verify.bands.loss_band`)."""
     objective, model = result.identity.objective, result.identity.model
     dense = float(result["dense_calibration_loss"])
 
     def band_for(s: frozenset[int], loss: float) -> Band | None:
-        return lookup(table, recorded_class, here_class, objective, model, loss, s, dense)
+        return loss_band(table, recorded_class, here_class, objective, model, loss, s, dense)
 
     return band_for
 
@@ -253,7 +248,7 @@ def check_cell(result: Result, score: Callable[[list[frozenset[int]]], list[floa
         a, b = here[chosen], here[rival]
         width = max(band.nats for band in bands if band is not None)
         if d.gap <= width:
-            check.forks.append(Fork(d, a, b, width))
+            check.forks.append(InsideDecision(d, a, b, width))
             continue
         if (b - a) * (d.rival_loss - d.chosen_loss) >= 0:
             continue
@@ -306,13 +301,13 @@ def second_check(opinion: Any, result: Result, key: tuple[str, str, str], table:
         items, windows = ev.sample(result, seed, sample.item_change, sample.window_change)
         measured = ev.measure_here(opinion.session, result, items, windows)
         check.add_evaluation(ev.check_evaluation(
-            result, measured, ev.lookup(table, recorded_class, opinion.here_class, model, result["removed"])))
+            result, measured, ev.evaluation_band(table, recorded_class, opinion.here_class, model, result["removed"])))
     return check
 
 
 def second_opinion(result: Result, table: dict[str, Any], here_dtype: str, sample: Sample = FULL) -> CellCheck | None:
     """``result``'s sets checked once more, in its recorded precision on this machine (:mod:`depthprune.verify.second`),
-    for a check that failed across precisions elsewhere than in :func:`remeasure` (the grid's, depthprune.grid.forks);
+    for a check that failed across precisions elsewhere than in :func:`remeasure` (the grid's, depthprune.verify.forks);
     None where this machine already runs the recorded precision (``here_dtype``) or it is not known. Its sets
     only: the evaluation is the failed check's to compare."""
     from depthprune.verify.second import SecondOpinion, precision
@@ -322,7 +317,7 @@ def second_opinion(result: Result, table: dict[str, Any], here_dtype: str, sampl
         return None
     opinion = SecondOpinion(result.identity.model, want)
     try:
-        return second_check(opinion, result, condition_key(result), table, 0, sample, evaluate=False)
+        return second_check(opinion, result, calibration_of(result), table, 0, sample, evaluate=False)
     finally:
         opinion.close()
 
@@ -374,16 +369,16 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
 
     from tqdm.auto import tqdm
 
-    from depthprune.env import environment
     from depthprune.recipe import Session
+    from depthprune.results.provenance import environment
     from depthprune.verify.second import SecondOpinion, check_scorer, precision
 
     by_model: dict[str, dict[tuple[str, str, str], list[Result]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
-        by_model[r.identity.model][condition_key(r)].append(r)
+        by_model[r.identity.model][calibration_of(r)].append(r)
     everyone: dict[tuple[str, str, str], dict[tuple[str, str], Result]] = defaultdict(dict)
     for r in [*results, *(population or ())]:  # the selected cells, then the rest of their population
-        everyone[condition_key(r)].setdefault((str(r.identity.grid), r["cell"]), r)
+        everyone[calibration_of(r)].setdefault((str(r.identity.grid), r["cell"]), r)
     checks: list[CellCheck] = []
     differences: list[Difference] = []
     bar = tqdm(total=len(results), desc="verify", unit="cell", disable=not progress, leave=False)
@@ -466,7 +461,7 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
                         check = check_cell(r, scorer.many, band_for, here_class, rep, sample)
                         if evaluable(r) and check.replay.status != REPLAY_FAILED:
                             check.add_evaluation(ev.check_evaluation(
-                                r, measured_for(r), ev.lookup(table, recorded_class, here_class, model, r["removed"])))
+                                r, measured_for(r), ev.evaluation_band(table, recorded_class, here_class, model, r["removed"])))
                     want = precision(r["environment"])
                     if second_opinion and check.status == FAILED and check.replay.status != REPLAY_FAILED \
                             and want is not None and want != precision({"dtype": session.dtype}):

@@ -118,7 +118,7 @@ def recorded_loss(value: Any) -> float:
 class RecordedReads:
     """What a searcher reads besides losses, answered from a result's ``search_info`` (cbo's ``energy``,
     bi's ``block_influence``; JSON's nulls back to NaN and inf): the base of every score that stands in for
-    the model on a recorded run (:class:`TraceScore`, :class:`depthprune.grid.rivals.TurnedScore`)."""
+    the model on a recorded run (:class:`TraceScore`, :class:`depthprune.verify.rivals.TurnedScore`)."""
 
     def __init__(self, extras: Mapping[str, Any]) -> None:
         if "energy" in extras:

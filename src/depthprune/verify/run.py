@@ -1,6 +1,6 @@
 """``depthprune verify``: select archived cells, replay them, and say per cell what held.
 
-The cells come from a results directory or a folder of archives (:func:`depthprune.grid.results.iter_results`
+The cells come from a results directory or a folder of archives (:func:`depthprune.results.store.iter_results`
 reads both). Selection errors are the user's input and are raised as :class:`SelectionError`
 before any cell is replayed: a grid the results do not hold, a cell id that is not there.
 """
@@ -15,8 +15,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from depthprune.result import Result
-from depthprune.text_tables import markdown_table
+from depthprune.common.text_tables import markdown_table
+from depthprune.results.schema import Result
 from depthprune.verify.replay import FAILED, PARTIAL, REPLAYED, Replay, replay
 
 
@@ -27,7 +27,7 @@ class SelectionError(ValueError):
 def select_cells(results: Sequence[str | Path], grids: Iterable[str] | None = None,
                  cells: Iterable[str] | None = None) -> list[Result]:
     """The cell results under ``results`` of ``grids`` (all when None), only ``cells`` where given."""
-    from depthprune.grid.results import iter_results
+    from depthprune.results.store import iter_results
 
     found = list(iter_results(results))
     where = ", ".join(str(r) for r in results)
@@ -89,7 +89,7 @@ def report_json(replays: Sequence[Replay], results: Sequence[str | Path], second
 
 def check_weights(results: Sequence[Result]) -> None:
     """Every model of ``results`` has weights on this machine, before anything is loaded."""
-    from depthprune.models import WeightsUnavailable, locate, resolve
+    from depthprune.model import WeightsUnavailable, locate, resolve
 
     for model in sorted({r.identity.model for r in results}):
         try:

@@ -22,15 +22,14 @@ import json
 from collections.abc import Collection
 from typing import Any
 
+from depthprune.model.precision import DTYPES, SHORT_NAMES, dtype_name
 from depthprune.verify.bands import numeric_class
-
-#: torch dtype names as results record them -> ``Session.open``'s
-DTYPES = {"torch.bfloat16": "bfloat16", "torch.float32": "float32", "torch.float16": "float16"}
 
 
 def precision(environment: dict[str, Any]) -> str | None:
-    """The ``Session.open`` dtype of a result's or session's environment record."""
-    return DTYPES.get(str(environment.get("dtype", "")))
+    """The ``Session.open`` dtype of a result's or session's environment record (None: none it can open)."""
+    name = dtype_name(environment.get("dtype", ""))
+    return name if name in DTYPES and name in SHORT_NAMES else None
 
 
 def resuming_pays(sets: Collection[frozenset[int]], n_layers: int) -> bool:
@@ -49,7 +48,7 @@ def check_scorer(session: Any, key: tuple[str, str, str], sets: Collection[froze
     set runs from the embeddings (``Scorer(dense_pass=False)``). ``sets=None`` (not known yet) and KL, whose
     reference is the dense run, always have it."""
     from depthprune.objectives import make_objective
-    from depthprune.scoring import Scorer
+    from depthprune.scoring.scorer import Scorer
 
     objective = make_objective(key[1], session.profile, **json.loads(key[2]))
     dense = sets is None or objective.needs_reference or resuming_pays(sets, session.n_layers)
@@ -70,8 +69,8 @@ class SecondOpinion:
     @property
     def session(self) -> Any:
         if self._session is None:
-            from depthprune.env import environment
             from depthprune.recipe import Session
+            from depthprune.results.provenance import environment
 
             self._session = Session.open(self.model, device="cpu", dtype=self.dtype)
             self.here_class = numeric_class(environment(self._session.device, self._session.dtype))

@@ -106,7 +106,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from depthprune import jsonio
 from depthprune.builders import model_free as bl
 from depthprune.builders.debian import package_version
 from depthprune.builders.python_docs import write_frozen_jsonl
@@ -146,8 +145,9 @@ from depthprune.builders.wordnet.distractors import (
     option_counts,
     split_units,
 )
-from depthprune.model_registry import REAL_ASSETS
-from depthprune.task_files import loader_module, multiple_choice_task
+from depthprune.common import jsonio
+from depthprune.evaluation.task_files import loader_module, multiple_choice_task
+from depthprune.model.registry import REAL_ASSETS
 
 __all__ = ["CANDIDATES", "CANDIDATE_BUILDERS", "CAP", "CONCRETE", "COPYRIGHT", "FOLDS", "K", "MASS", "MIN_CORPUS",
            "MIN_SEMCOR", "MIN_SLOT", "ONE_WORD", "OUT", "SEEDS", "SIZES", "TASKS", "TRIPLES", "Cand", "add_arguments",

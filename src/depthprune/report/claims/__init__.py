@@ -13,7 +13,7 @@ party's summary of v1 (``000_â€¦``) is never quoted as the paper: its figures (Ï
 verdict here rests on them.
 
 The verdicts. Each claim has one pure judge of a grid's results (schema 2, as
-:func:`depthprune.result.read_result` returns them) and the thresholds; it returns one
+:func:`depthprune.results.schema.read_result` returns them) and the thresholds; it returns one
 :class:`depthprune.report.claims.base.Verdict` per grid, never pooling grids (grids differ in
 models, sizes and data, so a pooled statistic would mean nothing). Outcomes are HELD, NOT
 HELD, or NOT MEASURED (with the reason) when the results cannot speak to the claim. A

@@ -11,7 +11,7 @@ the module of its family. Registering an id twice is an error naming both judges
 The thresholds live in ``report/claims.toml``, not in ``cases/``: every ``*.toml`` in
 ``cases/`` is read as a grid (:func:`depthprune.grid.cases.load_grids`, used by the bench and
 ``depthprune cell``), so a thresholds file there would break them; and ``report/`` is outside
-the result fingerprint (``depthprune.env``), so fixing a threshold never invalidates a
+the result fingerprint (``depthprune.results.provenance``), so fixing a threshold never invalidates a
 finished cell. The order of its sections is the order of the claims in every table.
 """
 
@@ -24,9 +24,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from depthprune.registry import discover
+from depthprune.common.plugins import discover
 from depthprune.report.claims import helpers
-from depthprune.result import Result
+from depthprune.results.schema import Result
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -75,6 +75,9 @@ class Claim:
     #: does its judge read a cell's evaluation (metrics, items, windows, calibration loss)? False: only the
     #: removed sets and costs, so a cell can take another set without that set's evaluation (report.firmness)
     reads_evaluation: bool = True
+    #: does its judge read only what a stored reference keeps (removed sets, calibration losses, metrics)? True:
+    #: REPORT's precision section re-judges it with the float32 references in place of the bf16 cells
+    reads_only_references: bool = False
     judge: Judge | None = field(default=None, compare=False, repr=False)
     select: Selector = field(default=_paper_select, compare=False, repr=False)  # the solutions it counts
 
@@ -136,8 +139,8 @@ class Verdict:
 
 class ClaimRegistry(dict[str, Claim]):
     """``id -> Claim``, in the order of claims.toml's sections. Claims are instances, not classes,
-    so :class:`depthprune.registry.Registry` (a class decorator) does not fit; its
-    :func:`depthprune.registry.discover` fills this one too."""
+    so :class:`depthprune.common.plugins.Registry` (a class decorator) does not fit; its
+    :func:`depthprune.common.plugins.discover` fills this one too."""
 
     def register(self, claim: Claim) -> Callable[[Judge], Judge]:
         """Decorator of a judge: ``claim`` with that judge becomes ``CLAIMS[claim.id]``."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from depthprune.report.claims import helpers
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
-from depthprune.result import Result
+from depthprune.results.schema import Result
 
 INTRODUCTION = ("depth pruning removes entire Transformer blocks, reducing inference cost approximately "
                 "proportionally to the number of removed layers")

@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from depthprune.common.text_tables import significant
 from depthprune.report import cells, noise
-from depthprune.result import Result
-from depthprune.text_tables import significant
+from depthprune.results.schema import Result
 
 #: one per (model, objective, budget): searcher -> result
-Condition = dict[str, Result]
+BySearch = dict[str, Result]
 #: a group's (means [solutions], noise covariance [solutions, solutions]), measured or one bootstrap draw's
 Measured = tuple[np.ndarray, np.ndarray]
 
@@ -59,18 +59,18 @@ def select(rows: Sequence[Result], g: Mapping[str, Any]) -> list[Result]:
     return list(keep.values())
 
 
-def conditions(rows: Iterable[Result]) -> dict[tuple[str, str, int], Condition]:
+def conditions(rows: Iterable[Result]) -> dict[tuple[str, str, int], BySearch]:
     """(model, objective, budget) -> searcher -> result."""
-    out: dict[tuple[str, str, int], Condition] = defaultdict(dict)
+    out: dict[tuple[str, str, int], BySearch] = defaultdict(dict)
     for r in rows:
         out[(r.identity.model, r.identity.objective, r.identity.budget)][r.identity.search] = r
     return dict(sorted(out.items()))
 
 
-def pairs(rows: Iterable[Result], g: Mapping[str, Any]) -> dict[tuple[str, int], tuple[Condition, Condition]]:
+def pairs(rows: Iterable[Result], g: Mapping[str, Any]) -> dict[tuple[str, int], tuple[BySearch, BySearch]]:
     """(model, budget) -> (ppl searcher -> result, margin searcher -> result), both objectives present."""
     conds = conditions(rows)
-    out: dict[tuple[str, int], tuple[Condition, Condition]] = {}
+    out: dict[tuple[str, int], tuple[BySearch, BySearch]] = {}
     for (model, objective, budget), by_search in conds.items():
         if objective == g["ppl_objective"] and (model, g["margin_objective"], budget) in conds:
             out[(model, budget)] = (by_search, conds[(model, g["margin_objective"], budget)])
@@ -207,7 +207,7 @@ def _measure_groups(groups: Sequence[list[Result]], name: str, n_resamples: int,
 # -- formatting --------------------------------------------------------------------------------------
 
 def fmt(value: Any) -> str:
-    """A number as the claims' tables write it (:func:`depthprune.text_tables.significant`)."""
+    """A number as the claims' tables write it (:func:`depthprune.common.text_tables.significant`)."""
     return significant(value)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from depthprune.report import analysis
 from depthprune.report.claims import helpers
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
-from depthprune.result import Result
+from depthprune.results.schema import Result
 
 OBSERVATION_5_1 = "calibration configurations reshape the resulting sets of pruned layers (Section 5.1)"
 PATTERN_5_1 = ("perplexity-based pruning concentrates on contiguous mid-to-late layers, whereas task "
@@ -28,6 +28,7 @@ PATTERN_5_1 = ("perplexity-based pruning concentrates on contiguous mid-to-late 
     "5.1a", "5.1", "Introduction, observation (i)", OBSERVATION_5_1,
     "median over pairs of [mean within-objective pairwise Jaccard across searchers − mean Jaccard of the "
     "same searcher's ppl and margin sets] ≥ min_gap", "min_gap", ("min_gap",),
+    reads_only_references=True,
     gist="the objective, not the searcher, picks layers", reads_evaluation=False,
     rules=(Rule("gap", "min_gap", "≥ {}"),)))
 def judge_5_1a(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
@@ -59,6 +60,7 @@ def judge_5_1a(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[s
     "5.1b-contiguity", "5.1", "Introduction, first observation", PATTERN_5_1,
     "median over pairs of [mean contiguity of ppl removals − of margin removals] ≥ min_gap",
     "min_gap", ("min_gap",),
+    reads_only_references=True,
     gist="ppl removes runs, margin scattered layers", reads_evaluation=False, rules=(Rule("gap", "min_gap", "≥ {}"),)))
 def judge_5_1b_contiguity(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """ppl removals come in runs of adjacent blocks, margin removals less so ("more distributed")."""
@@ -84,6 +86,7 @@ def judge_5_1b_contiguity(grid: str, rows: list[Result], t: Mapping[str, Any], g
     "5.1b-depth", "5.1", "Introduction, first observation", PATTERN_5_1,
     "median over (model, budget) of the mean relative depth of ppl removals ≥ min_depth",
     "min_depth", ("min_depth",),
+    reads_only_references=True,
     gist="ppl removes mid-to-late layers", reads_evaluation=False, rules=(Rule("depth", "min_depth", "≥ {}"),)))
 def judge_5_1b_depth(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
     """ppl removals sit in the second half of the network ("mid-to-late")."""

@@ -20,7 +20,7 @@ from depthprune.report import analysis
 from depthprune.report import noise as report_noise
 from depthprune.report.claims import helpers
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
-from depthprune.result import Result
+from depthprune.results.schema import Result
 
 
 def with_panel(rows: Sequence[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> list[Result]:
@@ -105,6 +105,7 @@ def _separable(solutions: Sequence[Result], axis: str, min_reliability: float) -
     "min_reliability",
     "ppl_max_rho", ("x_axis", "min_distinct", "min_reliability", "ppl_max_rho", "margin_min_rho", "panel",
                     "n_resamples", "seed", "confidence", "power"),
+    reads_only_references=True,
     gist="rank ρ weak under ppl, positive under margin",
     rules=(Rule("rho_ppl", "ppl_max_rho", "CI high ≤ {}"), Rule("rho_margin", "margin_min_rho", "CI low ≥ {}")),
     select=with_panel))

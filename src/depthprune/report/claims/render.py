@@ -8,7 +8,7 @@ from typing import Any
 
 from depthprune.report.claims import helpers
 from depthprune.report.claims.base import CLAIMS, Measure, Verdict, judge_all, load_thresholds, sensitivity
-from depthprune.result import Result
+from depthprune.results.schema import Result
 
 
 def quote_numbers() -> dict[str, int]:

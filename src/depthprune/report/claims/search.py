@@ -18,7 +18,7 @@ import numpy as np
 from depthprune.report import analysis
 from depthprune.report.claims import helpers
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
-from depthprune.result import Result
+from depthprune.results.schema import Result
 
 CONTRIBUTION_2 = ("we show that computationally expensive search algorithms yield marginal improvements over "
                   "simple one-shot pruning in calibration perplexity")
@@ -30,6 +30,7 @@ CONTRIBUTION_2 = ("we show that computationally expensive search algorithms yiel
     "calibration perplexity) ÷ the objective gap (mean over searchers of log C4 ppl of the margin-chosen "
     "minus the ppl-chosen solution, same model and budget); the median's interval over the C4 windows' "
     "noise ≤ max_ratio", "max_ratio", ("max_ratio", "n_resamples", "seed", "confidence", "power"),
+    reads_only_references=True,
     gist="search gains little over one-shot",
     rules=(Rule("ratio", "max_ratio", "CI high ≤ {}"),)))
 def judge_search_gain(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:

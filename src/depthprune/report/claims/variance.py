@@ -20,7 +20,7 @@ import numpy as np
 from depthprune.report import noise
 from depthprune.report.claims import helpers
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
-from depthprune.result import Result
+from depthprune.results.schema import Result
 
 #: the metrics 5.2 splits, each with the scale its variance is taken on
 SHARE_METRICS: tuple[tuple[str, Callable[[float], float]], ...] = (("c4_ppl", math.log), ("avg_acc", lambda v: v))
@@ -84,6 +84,7 @@ def share_gap_of(ss: np.ndarray) -> np.ndarray | float:
     "accuracy comparable if the interval lies within ±acc_max_gap; HELD only if both, NOT MEASURED "
     "while an interval straddles its threshold", "ppl_min_gap",
     ("ppl_min_gap", "acc_max_gap", "n_resamples", "seed", "confidence", "power"),
+    reads_only_references=True,
     gist="searchers ≪ objective on ppl, ≈ on accuracy",
     rules=(Rule("D_c4_ppl", "ppl_min_gap", "CI low ≥ {}"), Rule("D_avg_acc", "acc_max_gap", "CI within ±{}"))))
 def judge_5_2(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
