@@ -3,7 +3,7 @@
 Directives (used in ``docs/formats.md``):
 
 ``{result-schema}``
-    The result schema (:mod:`depthprune.result`): its version, the required top-level and cost
+    The result schema (:mod:`depthprune.results.schema`): its version, the required top-level and cost
     fields and the identity's fields with their types and comments, read from the source.
 ``{reference-schema}``
     A reference's keys (:func:`depthprune.grid.reference.make_reference` and
@@ -199,18 +199,18 @@ def _literal(text: str, language: str = "text") -> nodes.literal_block:
 
 
 class ResultSchema(SphinxDirective):
-    """The result schema, from ``src/depthprune/result.py`` (and how cost is counted, from
+    """The result schema, from ``src/depthprune/results/schema.py`` (and how cost is counted, from
     ``recipe.COUNTING``)."""
 
     def run(self) -> list[nodes.Node]:
-        path, recipe = SRC / "result.py", SRC / "recipe.py"
+        path, recipe = SRC / "results" / "schema.py", SRC / "recipe.py"
         for p in (path, recipe):
             self.env.note_dependency(str(p))
         tree = _module(path)
         return [
             paragraph("Schema version: ", f"`{_constant(tree, 'SCHEMA')}`",
-                      " (a reader refuses any other: ", "`depthprune.result.validate`", ")."),
-            paragraph("The top-level fields, as ", "`depthprune.result`", " lists them (", "`*`",
+                      " (a reader refuses any other: ", "`depthprune.results.schema.validate`", ")."),
+            paragraph("The top-level fields, as ", "`depthprune.results.schema`", " lists them (", "`*`",
                       " = only meaningful when ", "`evaluated`", "):"),
             _literal(docstring_block(tree, "Top-level fields")),
             paragraph("Required top-level fields (a reader refuses a file without one):"),
