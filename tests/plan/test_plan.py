@@ -1,5 +1,5 @@
 """The planner counts what runs: its evaluation counts and bounds come from the settings, its
-layer-forwards from the searchers' own code through scoring.replay_cost, checked here against
+layer-forwards from the searchers' own code through scoring.request_cost.replay_cost, checked here against
 forwards actually run on the tiny model."""
 
 from __future__ import annotations

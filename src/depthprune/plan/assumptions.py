@@ -40,7 +40,7 @@ class Assumptions:
     landscapes: int = 4  # synthetic loss landscapes each simulated searcher runs on
     margin_tokens_per_item: int = 160  # padded tokens per margin item, options packed after the prompt (guess)
     cuda_context_gib: float = 1.0  # CUDA context + allocator slack per process (ours)
-    cache_fraction: float = 0.4  # scoring._default_cache_bytes on CUDA: 40 % of free memory
+    cache_fraction: float = 0.4  # scoring.scorer._default_cache_bytes on CUDA: 40 % of free memory
     keep_best: int = 4  # the Scorer's default keep_best (states kept per set size)
     measured: tuple[str, ...] = ()  # result directories whose prefix-cache ratios replace the bo bound
 
@@ -55,7 +55,7 @@ def assumption_lines(a: Assumptions, gpu: GPU) -> list[str]:
         "FLOPs per token and block: 2 x block weights + causal attention (2 x seq_len x heads x head_dim); "
         "the output head (2 x hidden x vocab) once per token of every evaluated set; a backward pass "
         "(cbo's gate gradients, weights frozen) costs as much as its forward.",
-        "Layer-forwards as results count them (scoring.replay_cost: as if alone, the prior charged, the prefix "
+        "Layer-forwards as results count them (scoring.request_cost.replay_cost: as if alone, the prior charged, the prefix "
         "cache's byte budget not binding). 'bound' = every set run from the embeddings (needs no losses).",
         f"Expected layer-forwards: the searcher's own code run on {a.landscapes} synthetic loss landscapes "
         "(U-shaped single-removal losses with noise, adjacent removals interact); bo is not simulated: "
@@ -66,7 +66,7 @@ def assumption_lines(a: Assumptions, gpu: GPU) -> list[str]:
         "seq_len, lm-eval documents x requests x tokens per request (EVAL_TASKS, tokens guessed); every cell "
         "evaluated once plus the dense model once per model (the evaluation cache is not credited).",
         f"Memory per worker: weights (params x {a.dtype_bytes} B) + the prefix cache at its budget "
-        f"(scoring._default_cache_bytes: {a.cache_fraction:.0%} of the memory free after loading; the kept states, "
+        f"(scoring.scorer._default_cache_bytes: {a.cache_fraction:.0%} of the memory free after loading; the kept states, "
         f"the dense ones and {a.keep_best} sets of each size at every boundary, are its demand, and other sets' "
         "states fill the rest as spares) + the largest of: a search run's captured states "
         "(capped by the same budget: a run captures before the cache trims) and one micro-batch's block and "

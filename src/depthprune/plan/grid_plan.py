@@ -35,7 +35,7 @@ class Memory:
     in_flight: float  # the largest phase below
     phase: str  # "search" | "evaluation" | "cbo backward"
     cuda_context: float
-    cache_budget: float  # scoring._default_cache_bytes; what the cache holds (spares fill what kept states leave)
+    cache_budget: float  # scoring.scorer._default_cache_bytes; what the cache holds (spares fill what kept states leave)
     cache_demand: float  # the kept states: dense + keep_best sets of each size, every boundary
 
     @property
