@@ -133,7 +133,7 @@ def test_the_probe_reads_the_isa_mkl_really_runs():
 def test_the_mkl_parser_reads_every_vendors_banner(name, want):
     """Both paths run on every machine: the vendors' real banners are fed to the parser (DESIGN.md, "Machine
     probes"), an AMD EPYC's, which names no ISA, among them."""
-    from tests.core import vendor_outputs
+    from tests.model import vendor_outputs
 
     assert precision.parse_mkl_isa(getattr(vendor_outputs, name) if name else "") == want
 
@@ -144,7 +144,7 @@ def test_the_mkl_parser_reads_every_vendors_banner(name, want):
     ("ONEDNN_AVX2", precision.NO_ONEDNN_MATMUL),
 ])
 def test_the_onednn_parser_reads_every_kernel_line(name, want):
-    from tests.core import vendor_outputs
+    from tests.model import vendor_outputs
 
     got = precision.parse_onednn_kernel(getattr(vendor_outputs, name))
     assert got == want

@@ -94,7 +94,7 @@ def test_session_opens_dense_llama(session):
     assert getattr(model, "hf_quantizer", None) is None and not getattr(model, "is_quantized", False)
     assert not hasattr(model.config, "quantization_config")
     assert all(p.dtype == auto for p in model.parameters())
-    assert session.weights == __import__("depthprune.model.weights").weights.fingerprint(locate(SPEC), GGUF)
+    assert session.weights == __import__("depthprune.model.weights").model.weights.fingerprint(locate(SPEC), GGUF)
     tok = session.tokenizer
     text = 'The "assert" statement is a convenient way to insert debugging assertions.'
     assert tok.decode(tok(text)["input_ids"], skip_special_tokens=True) == text

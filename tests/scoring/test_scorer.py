@@ -219,8 +219,8 @@ def test_gate_gradients_recompute_blocks_in_backward_and_keep_their_value(arch):
 def test_energy_recomputes_the_blocks_only_past_its_memory_limit(monkeypatch):
     """cbo's energy runs its gradient passes without recomputation while a micro-batch keeps less than its limit,
     and falls back to recomputing as soon as one keeps more: the same (h, J) either way, to the bit."""
+    from depthprune.scoring import gates
     from depthprune.scoring.calibration import CalibrationData
-    from depthprune.scoring.scorer import gates
 
     model = random_model("llama", n_layers=4)
     data = CalibrationData.build(model, _batches(t=32), PerplexityObjective())

@@ -52,7 +52,7 @@ def load_model(
     allow_download: bool = False,
     attn_implementation: str = "sdpa",
 ):
-    """Load ``(model, tokenizer)`` in eval mode on ``device``; see :func:`locate`.
+    """Load ``(model, tokenizer)`` in eval mode on ``device``; see :func:`~depthprune.model.files.locate`.
 
     Some architectures have no path for the requested attention implementation (Gemma-2
     and BLOOM have no SDPA path, and transformers refuses to load them with ``"sdpa"``).

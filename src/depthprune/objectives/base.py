@@ -2,7 +2,7 @@
 
 An objective builds its micro-batches once (:meth:`Objective.prepare`), then, for every
 candidate removal set, the scoring engine hands it the final (normed) hidden states of
-each micro-batch and an :class:`OutputHead` that turns hidden states into log-probs.
+each micro-batch and an :class:`~depthprune.model.output_head.OutputHead` that turns hidden states into log-probs.
 The objective returns a small *stats* tensor per micro-batch (e.g. summed NLL and token
 count) and combines them in :meth:`Objective.reduce`. Keeping the statistics small is
 what lets the engine stay memory-bounded on 128k-token vocabularies: log-probs are

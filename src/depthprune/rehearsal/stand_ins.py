@@ -18,7 +18,7 @@ A stand-in has what the paper path can trip on and nothing it cannot afford on a
   the special tokens are filled with entries no text can produce, so the special tokens sit at
   their real ids and ``len(tokenizer)`` is the real one (128256 / 151669; Qwen3's embedding has
   151936 rows, more than its tokenizer, as in the real model);
-* the marker file :data:`depthprune.model.loading.STAND_IN_MARKER`, so every result made on it is
+* the marker file :data:`depthprune.model.files.STAND_IN_MARKER`, so every result made on it is
   flagged ``stand_in`` and never taken for a real one.
 
 Width (ours): hidden 64, 8 query / 2 key-value heads of 8 dimensions (the real ratio 32/8 = 4;

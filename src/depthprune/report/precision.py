@@ -29,7 +29,7 @@ from depthprune.results.schema import Result
 
 
 def from_references() -> tuple[str, ...]:
-    """The claims whose statistics read only what a reference keeps (:attr:`Claim.reads_only_references`)."""
+    """The claims whose statistics read only what a reference keeps (``Claim.reads_only_references``)."""
     from depthprune.report.claims import CLAIMS
 
     return tuple(sorted(c.id for c in CLAIMS.values() if c.reads_only_references))
