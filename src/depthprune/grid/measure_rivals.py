@@ -27,7 +27,6 @@ from depthprune.verify.firmness import (
     RIVALS_SCHEMA,
     decision_key,
     known_rival,
-    rivals_path,
 )
 from depthprune.verify.rivals import follow, wanted
 
@@ -108,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit {args.limit}: at least 1")
     results = [Result.of(data) for kind, _, data in read_archive(archive) if kind == "result"]
-    out = Path(args.out) if args.out else rivals_path(args.archive, args.grid)
+    out = Path(args.out) if args.out else layout.rivals_file(args.archive, args.grid)
     command = "depthprune measure rivals " + " ".join(sys.argv[3:]) if sys.argv[1:3] == ["measure", "rivals"] \
         else f"depthprune measure rivals --grid {args.grid}"
     done = measure(grids[args.grid], results, load_table(), args.work, out, command, limit=args.limit)

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from depthprune.common import layout
 from depthprune.common.jsonio import read_json
 from depthprune.results.schema import Result
 from depthprune.search import SEARCHERS
@@ -40,10 +39,6 @@ BANDS: dict[str, dict[str, str]] = {
 #: the rivals file's format
 RIVALS_SCHEMA = "depthprune-rivals/1"
 
-
-def rivals_path(archive_dir: str | Path, grid: str) -> Path:
-    """Where a grid's rivals live beside its archive (:func:`depthprune.common.layout.rivals_file`)."""
-    return layout.rivals_file(archive_dir, grid)
 
 FIRM = "firm"
 INSIDE = "inside"

@@ -22,14 +22,14 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from depthprune.model.precision import DTYPES, SHORT_NAMES, dtype_name
+from depthprune.model.precision import SHORT_NAMES, dtype_name
 from depthprune.verify.bands import numeric_class
 
 
 def precision(environment: dict[str, Any]) -> str | None:
     """The ``Session.open`` dtype of a result's or session's environment record (None: none it can open)."""
     name = dtype_name(environment.get("dtype", ""))
-    return name if name in DTYPES and name in SHORT_NAMES else None
+    return name if name in SHORT_NAMES else None  # its keys are the dtype names Session.open takes
 
 
 def resuming_pays(sets: Collection[frozenset[int]], n_layers: int) -> bool:
