@@ -79,6 +79,7 @@ from depthprune.model.registry import REAL_ASSETS
 
 DATA = REAL_ASSETS / "data"
 TASKS = REAL_ASSETS / "tasks"
+HEALING = DATA / "healing"  # its own manifest (depthprune build healing real), not this one's
 SPLITS = ("calibration", "validation", "test")
 SPLIT_SEED = 0
 FRACTIONS = {"test": 0.30, "validation": 0.15}  # of the words; the rest is calibration
@@ -197,9 +198,10 @@ def build_data() -> dict[str, Any]:
 
 
 def _write_manifest(manifest: dict[str, Any]) -> None:
-    """``manifest.json`` with the sha256 of every shipped data and task-data file."""
+    """``manifest.json`` with the sha256 of every shipped data and task-data file (``data/healing/`` excepted:
+    the healing text has its own builder and manifest, :mod:`depthprune.builders.healing_text`)."""
     files = sorted(p for root in (DATA, TASKS / "data") if root.is_dir() for p in root.rglob("*")
-                   if p.is_file() and p.name != "manifest.json")
+                   if p.is_file() and p.name != "manifest.json" and HEALING not in p.parents)
     manifest["sha256"] = {p.relative_to(REAL_ASSETS).as_posix(): _sha256(p) for p in files}
     DATA.mkdir(parents=True, exist_ok=True)
     jsonio.write_json(DATA / "manifest.json", manifest, sort_keys=False, ensure_ascii=False)

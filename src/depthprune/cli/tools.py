@@ -21,6 +21,7 @@ TOOLS: dict[str, dict[str, tuple[str, str]]] = {
         "wordnet-tasks": ("depthprune.builders.wordnet.tasks", "the real profile's WordNet multiple-choice tasks"),
         "pool": ("depthprune.builders.calibration_pool", "the real profile's enlarged calibration pool"),
         "task-baselines": ("depthprune.builders.task_baselines", "the frozen model-free baselines of every shipped task"),
+        "healing": ("depthprune.builders.healing_text", "the tiny and real profiles' frozen healing text (LoRA after pruning)"),
     },
     "measure": {
         "device": ("depthprune.plan.device_check", "this machine's throughput on the suite's own phases "
@@ -39,7 +40,7 @@ FULL_DOC = frozenset({"depthprune.tiny.build"})
 
 #: The group helps ``depthprune --help`` shows.
 GROUP_HELP = {
-    "build": "make the shipped assets (tiny family, real profile data and tasks, calibration pool, baselines)",
+    "build": "make the shipped assets (tiny family, real profile data and tasks, calibration pool, baselines, healing text)",
     "measure": "measure this machine or a real model (throughput, model cards, accuracies, calibration curve)",
 }
 
