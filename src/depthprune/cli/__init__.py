@@ -1,4 +1,4 @@
-"""``depthprune`` command line: prune, cell, evaluate, report, archive, verify, plan, submit, speed; build,
+"""``depthprune`` command line: prune, cell, evaluate, heal, report, archive, verify, plan, submit, speed; build,
 measure and rehearsal for the tools that make the shipped assets and measure machines and models.
 
 Exit status: 0 on success; 2 for a usage error (bad input: one line naming the flag and
@@ -6,7 +6,7 @@ what is allowed, or the result file or archive that is broken and how, before an
 loaded or written); 1 for a failure during the run
 (one line with its reason; ``DEPTHPRUNE_DEBUG=1`` shows the traceback).
 
-The commands live by group: :mod:`depthprune.cli.model` (prune, cell, evaluate),
+The commands live by group: :mod:`depthprune.cli.model` (prune, cell, evaluate), :mod:`depthprune.cli.heal` (heal, and prune's heal flags),
 :mod:`depthprune.cli.results` (report, archive, verify, durations, time-split),
 :mod:`depthprune.cli.grid` (plan, submit), :mod:`depthprune.cli.speed` (speed) and
 :mod:`depthprune.cli.tools` (build, measure, rehearsal); :mod:`depthprune.cli.common` holds what they share.
@@ -29,11 +29,11 @@ __all__ = ["EXIT_FAILURE", "EXIT_USAGE", "build_parser", "check_destination", "m
 
 def build_parser(prog: str = "depthprune") -> argparse.ArgumentParser:
     """Every command's parser; each leaf's defaults carry ``func`` (what runs) and ``label`` (its name in errors)."""
-    from depthprune.cli import grid, model, results, speed, tools
+    from depthprune.cli import grid, heal, model, results, speed, tools
 
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0] if __doc__ else None)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=tools.ToolParser)
-    for group in (model, results, grid, speed, tools):
+    for group in (model, heal, results, grid, speed, tools):
         group.register(sub)
     return parser
 

@@ -18,6 +18,7 @@ from depthprune.cli.common import (
     tasks_arg,
 )
 from depthprune.cli.errors import EXIT_FAILURE
+from depthprune.cli.heal import add_heal_args, check_heal_inputs, heal_config
 from depthprune.common import layout
 from depthprune.common.errors import InputError
 
@@ -57,6 +58,13 @@ def cmd_prune(args: argparse.Namespace) -> int:
         raise InputError(f"--device/--dtype: {err}") from None
     check_destination(args.save, "--save", kind="dir", overwrite=args.overwrite)
     check_destination(args.json, "--json")
+    heal_cfg = heal_inputs = None
+    if args.heal:
+        if args.dtype not in ("auto", "float32"):
+            raise InputError(f"--dtype {args.dtype}: --heal runs in float32 on every machine (so heals compare), and "
+                             "so does its search; allowed: auto, float32")
+        heal_cfg = heal_config(args, args.profile or spec.profile)
+        heal_inputs = check_heal_inputs(spec, heal_cfg, args.profile or spec.profile, args.allow_download)
     n_layers = count_layers(spec, args.allow_download)
     protected = args.protect or ()
     bad = [i for i in protected if not 0 <= i < n_layers]
@@ -68,8 +76,9 @@ def cmd_prune(args: argparse.Namespace) -> int:
         raise InputError(f"--{err}") from None
 
     # -- run (a failure here exits 1) -------------------------------------------------------
-    session = Session.open(spec, profile=args.profile, device=args.device, dtype=args.dtype,
-                           batch_size=args.batch_size, allow_download=args.allow_download)
+    session = Session.open(spec, profile=args.profile, device=args.device,
+                           dtype="float32" if args.heal else args.dtype, batch_size=args.batch_size,
+                           allow_download=args.allow_download)
     calib = session.calibrate(args.objective, **objective_params)
     outcome = calib.search(args.search, args.budget, seed=args.seed, params=search_params, protected=protected,
                            progress=False if args.quiet else args.search)
@@ -79,12 +88,31 @@ def cmd_prune(args: argparse.Namespace) -> int:
     result = make_result(session, calib, outcome, ident, evaluation, eval_config, protected=protected)
     for line in result_summary(Result.of(result)):
         print(line)
+    model = None
+    if heal_cfg is not None and heal_inputs is not None:
+        from depthprune.healing.pruned import evaluate_healed, heal_removed, healed_result
+
+        model, report = heal_removed(session, outcome.removed, heal_cfg, *heal_inputs, in_place=True,
+                                     progress=False if args.quiet else "heal")
+        healed_eval = evaluate_healed(session, model, report, eval_config) if eval_config is not None else None
+        result = healed_result(result, report, healed_eval, eval_config, session.device)
+        print(f"healed     {heal_cfg.tag}: {report.steps} steps, {report.tokens} tokens in {report.seconds:.1f} s; "
+              f"loss {report.losses[0]:.4f} -> {report.losses[-1]:.4f}")
+        if healed_eval is not None:
+            shown = [f"{k} {v:.4f}" for k, v in healed_eval.metrics.items()
+                     if k in ("wikitext2_ppl", "c4_ppl", "avg_acc")]
+            print(f"healed     {', '.join(shown)}")
     if args.json:
         from depthprune.results.schema import to_json
 
         write_json_atomic(args.json, to_json(result))
         print(f"wrote      {args.json}")
-    if args.save:
+    if args.save and model is not None:
+        from depthprune.healing.pruned import save_healed
+
+        out = save_healed(session, model, result, args.save)
+        print(f"saved      {out} ({n_layers - len(outcome.removed)} layers, healed and merged)")
+    elif args.save:
         out = save_pruned(session, result, args.save)
         print(f"saved      {out} ({n_layers - len(outcome.removed)} layers)")
     return 0
@@ -215,6 +243,9 @@ def register(sub: Any) -> None:
     p.add_argument("--overwrite", action="store_true", help="allow --save into a non-empty directory")
     p.add_argument("--json", default=None, metavar="FILE", help="write the result (schema 2) as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--heal", action="store_true",
+                   help="heal the pruned model (LoRA, merged; float32) before it is evaluated and saved")
+    add_heal_args(p)
     p.set_defaults(func=cmd_prune)
 
     p = sub.add_parser("cell", help="run (or resume) one grid cell by its id, outside pytest")

@@ -199,6 +199,36 @@ def calibration_windows(
     return out, protocol
 
 
+def training_windows(texts: Sequence[str], tokenizer, seq_len: int, n_windows: int,
+                     seed: int = 0) -> tuple[torch.Tensor, WindowProtocol]:
+    """``n_windows`` windows of ``seq_len`` tokens for fine-tuning (a heal): every text tokenised with its EOS
+    after it, all joined, cut into consecutive windows, taken in an order shuffled by ``seed``; a budget
+    past the text's windows takes them again in a new order (an epoch each), so no window repeats within one.
+    """
+    if n_windows < 1 or seq_len < 2:
+        raise ValueError(f"need n_windows >= 1 and seq_len >= 2, got {n_windows}, {seq_len}")
+    if not texts:
+        raise DataUnavailable("training corpus is empty")
+    eos = getattr(tokenizer, "eos_token_id", None)
+    ids: list[int] = []
+    for text in texts:
+        ids.extend(tokenizer(text, add_special_tokens=False)["input_ids"])
+        if eos is not None:
+            ids.append(eos)
+    available = len(ids) // seq_len
+    if available < 1:
+        raise DataUnavailable(f"the training corpus has {len(ids)} tokens: not one window of {seq_len}")
+    cut = torch.tensor(ids[: available * seq_len], dtype=torch.long).view(available, seq_len)
+    gen = torch.Generator().manual_seed(seed)
+    order = torch.cat([torch.randperm(available, generator=gen) for _ in range(-(-n_windows // available))])
+    out = cut[order[:n_windows]].clone()
+    bos = _bos_every_window(out, tokenizer)
+    extra = {"windows_available": available, "epochs": round(n_windows / available, 4), "eos_between_texts": eos is not None}
+    protocol = WindowProtocol("contiguous-shuffled", seq_len, n_windows, seed, bos=bos or "none added",
+                              extra=extra)
+    return out, protocol
+
+
 def instruction_texts(source: TextSource) -> list[str]:
     """Commonsense-170k-style records as the text a model is fine-tuned on: the instruction
     (plus ``input`` if any), a blank line, the ``output`` — the margin's calibration data read

@@ -12,6 +12,7 @@ that ``save_pretrained`` writes as a standard safetensors checkpoint.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -163,3 +164,39 @@ def _drop_gguf_quantizer(model, gguf: str) -> None:
         del model.config.quantization_config
     model.is_quantized = False
     model.config.depthprune_source_gguf = gguf  # recorded in a saved checkpoint's config
+
+
+def read_config(model: str | ModelSpec, allow_download: bool = False) -> Any:
+    """The model's transformers config without its weights: its ``config.json``, or a GGUF's metadata.
+
+    For the checks a command makes before it loads anything (a heal's target modules, the layer count).
+    The config of a multimodal checkpoint is its text model's.
+    """
+    from transformers import AutoConfig
+
+    spec = resolve(model)
+    path = locate(spec, allow_download=allow_download)
+    gguf = gguf_file_in(spec, path)
+    if gguf and gguf_checkpoint.enabled():  # its dense conversion's config.json, once made: the GGUF's tokenizer
+        converted = gguf_checkpoint.converted_dir(spec.id, Path(path) / gguf)  # metadata takes seconds to parse
+        if gguf_checkpoint.is_complete(converted):
+            path, gguf = str(converted), None
+    config = AutoConfig.from_pretrained(path, **({"gguf_file": gguf} if gguf else {}))
+    return getattr(config, "text_config", None) or config
+
+
+def block_linear_kinds(config: Any) -> list[str]:
+    """The last name parts of the linear layers in the decoder blocks (``q_proj``, ``down_proj``...) of the
+    architecture ``config`` describes, from a model built on the meta device (no memory, no weights)."""
+    from transformers import AutoModelForCausalLM
+
+    from depthprune.model.decoder_layers import find_decoder_layers
+
+    with torch.device("meta"):
+        skeleton = AutoModelForCausalLM.from_config(config)
+    kinds = set()
+    for block in find_decoder_layers(skeleton).layers:
+        for name, module in block.named_modules():
+            if isinstance(module, torch.nn.Linear):
+                kinds.add(name.rsplit(".", 1)[-1])
+    return sorted(kinds)

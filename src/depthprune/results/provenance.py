@@ -33,7 +33,7 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 #: cell (cases, references, cluster, rivals) are outside; the shipped fixtures, tasks and tokenizer are in (the
 #: weights are fingerprinted by :mod:`depthprune.model.weights`).
 RESULT_AFFECTING = ("__init__.py", "recipe.py", "model/", "data/", "objectives/", "search/", "scoring/", "evaluation/",
-                    "speed/", "common/", "results/schema.py", "grid/runner.py", "assets/tiny/", "assets/real/")
+                    "healing/", "speed/", "common/", "results/schema.py", "grid/runner.py", "assets/tiny/", "assets/real/")
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:

@@ -11,7 +11,8 @@ Top-level fields (``*`` = only meaningful when ``evaluated``)::
     schema                 2
     cell                   grid cell id, or null outside a grid
     identity               Identity.to_dict(): grid, model, weights, profile, objective, dataset,
-                           answer, calibration_seed, search, variant, budget, search_seed, stand_in
+                           answer, calibration_seed, search, variant, budget, search_seed, stand_in;
+                           heal (the heal after pruning; only in a healed result)
     n_layers, removed, calibration_loss, dense_calibration_loss
     evaluated              whether the pruned model was evaluated
     metrics*, dense_metrics*, evaluation_protocol*
@@ -19,6 +20,9 @@ Top-level fields (``*`` = only meaningful when ``evaluated``)::
     item_clusters*         task -> each item's cluster number (tasks whose items carry a ``cluster``), for
                            resampling dependent items together; absent: every item its own cluster
     window_nll*            perplexity dataset -> each window's mean NLL (nats/token): the noise of ``*_ppl``
+    healing                only in a healed result: its configuration, the healing data's fingerprint, the
+                           training losses, tokens, seconds, the merge check, and the unhealed result's
+                           fingerprint (:mod:`depthprune.healing`)
     objective_params, calibration_protocol, search_params
     search_info            what the searcher resolved or read: cbo's ``energy`` {h, J}, bi's ``block_influence``,
                            bo's ``gp_fits`` (each GP fit's parameters), so that it replays without the model
@@ -83,9 +87,16 @@ class Identity:
     budget: int
     search_seed: int
     stand_in: bool  # made on a rehearsal stand-in model: never resumed or compared as a real result
+    #: the heal after pruning (``lora-t65536-s0``: method, token budget, seed; :mod:`depthprune.healing`), None
+    #: for a result of the pruned model as searched. Absent from the stored form when None, so every unhealed
+    #: result keeps the identity, and so the fingerprint, it had before healing existed
+    heal: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if self.heal is None:
+            del out["heal"]
+        return out
 
 
 class Condition(NamedTuple):
@@ -97,6 +108,9 @@ class Condition(NamedTuple):
     objective: str
     budget: int
 
+
+#: identity fields a stored result may lack (absent: their default, e.g. no heal)
+OPTIONAL_IDENTITY = frozenset({"heal"})
 
 #: identity fields that are no top-level field of the stored form (all of them): ``r[key]`` is refused
 _IDENTITY_KEYS = frozenset(Identity.__dataclass_fields__) - set(REQUIRED_FIELDS)
@@ -224,10 +238,11 @@ def _problem(data: Any) -> str | None:
         return f"missing field(s) {', '.join(missing)}"
     ident = data["identity"]
     fields = set(Identity.__dataclass_fields__)
-    if not isinstance(ident, dict) or set(ident) != fields:
-        got = set(ident) if isinstance(ident, dict) else set()
-        return (f"identity must have exactly the fields {', '.join(sorted(fields))} "
-                f"(missing: {', '.join(sorted(fields - got)) or 'none'}; "
+    required = fields - OPTIONAL_IDENTITY
+    got = set(ident) if isinstance(ident, dict) else set()
+    if not isinstance(ident, dict) or not required <= got <= fields:
+        return (f"identity must have exactly the fields {', '.join(sorted(required))}, and may have "
+                f"{', '.join(sorted(OPTIONAL_IDENTITY))} (missing: {', '.join(sorted(required - got)) or 'none'}; "
                 f"unknown: {', '.join(sorted(got - fields)) or 'none'})")
     if not isinstance(data["cost"], dict):
         return "cost must be a JSON object"
