@@ -41,6 +41,7 @@ KINDS: dict[str, str] = {
     "tests/healing/test_config.py": "unit",
     "tests/healing/test_lora.py": "unit",
     "tests/healing/test_pruned.py": "integration",
+    "tests/healing/test_grid_heals.py": "integration",
     "tests/cli/test_heal.py": "integration",
     "tests/scoring/test_request_cost.py": "unit",
     "tests/data/test_sources.py": "unit",

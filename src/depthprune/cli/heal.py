@@ -8,6 +8,7 @@ data against its manifest's sha256, and the checkpoint directory.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from depthprune.cli.common import (
@@ -17,6 +18,7 @@ from depthprune.cli.common import (
     positive,
     tasks_arg,
 )
+from depthprune.common import layout
 from depthprune.common.errors import InputError
 
 
@@ -148,6 +150,41 @@ def cmd_heal(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_heal_grid(args: argparse.Namespace) -> int:
+    from depthprune.results.store import iter_dense, iter_results
+
+    sources = [Path(p) for p in args.source or [layout.ARCHIVE]]
+    for path in sources:
+        if not path.exists():
+            raise InputError(f"--from {path}: no such results directory or archive folder")
+    results = [r for r in iter_results(sources) if r.identity.grid == args.grid]
+    if not results:
+        grids = sorted({r.identity.grid or "" for r in iter_results(sources)})
+        raise InputError(f"--grid {args.grid}: no results of it under {', '.join(map(str, sources))}; "
+                         f"allowed: {', '.join(grids) or 'none found'}")
+    profiles = sorted({r.identity.profile for r in results})
+    cfg = heal_config(args, profiles[0])
+    models = sorted({r.identity.model for r in results})
+    unknown = sorted(set(args.models or ()) - set(models))
+    if unknown:
+        raise InputError(f"--models {','.join(unknown)}: not in grid {args.grid}; allowed: {', '.join(models)}")
+    from depthprune.model import resolve
+
+    for model in args.models or models:
+        check_heal_inputs(resolve(model), cfg, profiles[0], False)
+    check_destination(args.results, "--results", kind="dir")
+    dense = {d["model"]: d for d in iter_dense(sources) if d.get("grid") == args.grid}
+
+    from depthprune.healing.grid_heals import heal_grid
+
+    done = heal_grid(results, dense, args.grid, cfg, args.results, models=args.models,
+                     second_seed=None if args.second_seed < 0 else args.second_seed, second_every=args.second_every,
+                     progress=not args.quiet)
+    print(f"heal-grid  {args.grid}: {done['jobs']} heals ({done['resumed']} already in the journal, {done['run']} run); "
+          f"{done['written']} healed results under {Path(args.results) / (args.grid + '-healed')}")
+    return 0
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("heal", help="fine-tune a model without some blocks (LoRA, merged) and save a checkpoint")
     add_model_args(p)
@@ -160,3 +197,16 @@ def register(sub: Any) -> None:
     p.add_argument("--json", default=None, metavar="FILE", help="write the heal's record (and metrics) as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_heal)
+
+    p = sub.add_parser("heal-grid", help="heal each distinct removed set of a grid once, with controls (journaled)")
+    p.add_argument("--grid", required=True, help="the grid whose results are healed (e.g. tiny, real)")
+    p.add_argument("--from", dest="source", action="append", default=None, metavar="DIR",
+                   help="where its unhealed results are: a results directory or archive/ (repeatable; default archive)")
+    p.add_argument("--results", default="results", help="where <grid>-healed/ goes (default: ./results)")
+    p.add_argument("--models", type=tasks_arg, default=None, metavar="M,M", help="only these models of the grid")
+    p.add_argument("--second-seed", type=int, default=1, help="the control seed (-1: none)")
+    p.add_argument("--second-every", type=positive(1), default=4,
+                   help="the second seed heals every N-th distinct set of a model, in sorted order (and its dense model)")
+    add_heal_args(p)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_heal_grid)

@@ -28,7 +28,7 @@ from depthprune.model import STAND_IN_MARKER
 from depthprune.model.masking import prune_layers
 from depthprune.recipe import Session
 from depthprune.results.provenance import environment, package_versions
-from depthprune.results.schema import fingerprint
+from depthprune.results.schema import fingerprint, to_json
 
 
 def heal_removed(session: Session, removed: Sequence[int], cfg: HealConfig, texts: Sequence[str],
@@ -56,7 +56,7 @@ def evaluate_healed(session: Session, model: nn.Module, report: HealReport, cfg:
 def healed_result(unhealed: Mapping[str, Any], report: HealReport, evaluation: EvalResult | None,
                   eval_config: Any, device: str) -> dict[str, Any]:
     """The healed result of ``unhealed`` (a stored result of the same removed set)."""
-    out = copy.deepcopy(dict(unhealed))
+    out = copy.deepcopy(to_json(unhealed))
     heal_cfg = HealConfig.from_dict(report.config)
     out["identity"] = {**out["identity"], "heal": heal_cfg.tag}
     settings = {**out["settings"], "identity": out["identity"], "healing": report.config,

@@ -93,8 +93,11 @@ def load_finished(path: Path, expected_fingerprint: str) -> Result | None:
     return data if data.get("fingerprint") == expected_fingerprint else None
 
 
-def iter_results(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator[Result]:
+def iter_results(dirs: Iterable[str | Path], stand_in: bool = False, healed: bool = False) -> Iterator[Result]:
     """Every cell result under ``dirs`` (recursively); a cell found twice keeps the newest.
+
+    Healed results (:mod:`depthprune.healing`: ``identity.heal`` set) are read only with ``healed``, and then
+    only they, a cell once per heal: every reader that predates healing sees exactly what it saw before.
 
     Results made on stand-in models are skipped unless ``stand_in`` (then only they are read). So are
     what is no cell result: dot files, the ``dense/`` and ``eval-cache/`` folders, results without a
@@ -104,41 +107,48 @@ def iter_results(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator
     """
     from depthprune.results.archive import SUFFIX, read_archive
 
-    newest: dict[tuple[str | None, str | None], tuple[float, Result]] = {}
+    newest: dict[tuple[str | None, str | None, str | None], tuple[float, Result]] = {}
     for d in dirs:
         for archive in sorted(Path(d).rglob(f"*{SUFFIX}")):  # archived results lose to live files (stamp 0)
             for kind, _, data in read_archive(archive):
                 if kind != "result":
                     continue
                 r = Result.of(data)
-                if bool(r.identity.stand_in) == stand_in and r.cell is not None:
-                    newest.setdefault((r.identity.grid, r.cell), (0.0, r))
+                if bool(r.identity.stand_in) == stand_in and r.cell is not None and (r.identity.heal is not None) == healed:
+                    newest.setdefault((r.identity.grid, r.cell, r.identity.heal), (0.0, r))
         for path in sorted(Path(d).rglob("*.json")):
             if path.parent.name in ("dense", "eval-cache") or path.name.startswith(".") or not path.is_file():
                 continue
             data = read_result_file(path)
             if data is None or bool(data.identity.stand_in) != stand_in or data.cell is None:
                 continue
-            key = (data.identity.grid, data.cell)
+            if (data.identity.heal is not None) != healed:
+                continue
+            key = (data.identity.grid, data.cell, data.identity.heal)
             stamp = path.stat().st_mtime
             if key not in newest or stamp > newest[key][0]:
                 newest[key] = (stamp, data)
-    for _, data in sorted(newest.values(), key=lambda sd: (sd[1].identity.grid or "", sd[1].cell or "")):
+    for _, data in sorted(newest.values(), key=lambda sd: (sd[1].identity.grid or "", sd[1].cell or "",
+                                                            sd[1].identity.heal or "")):
         yield data
 
 
-def iter_dense(dirs: Iterable[str | Path], stand_in: bool = False) -> Iterator[dict[str, Any]]:
+def iter_dense(dirs: Iterable[str | Path], stand_in: bool = False, healed: bool = False) -> Iterator[dict[str, Any]]:
     """Every dense-model file under ``dirs``; those made on stand-ins only if ``stand_in`` (as
-    :func:`iter_results`: a rehearsal's dense metrics must never stand for a real model's). A file
-    that is not a JSON object raises :class:`depthprune.results.schema.ResultFileError` naming it."""
+    :func:`iter_results`: a rehearsal's dense metrics must never stand for a real model's), healed dense models
+    (a ``heal`` field: the healing control) only if ``healed``. A file that is not a JSON object raises
+    :class:`depthprune.results.schema.ResultFileError` naming it."""
     from depthprune.results.archive import SUFFIX, read_archive
+
+    def wanted(data: Mapping[str, Any]) -> bool:
+        return bool(data.get("stand_in", False)) == stand_in and (data.get("heal") is not None) == healed
 
     for d in dirs:
         for archive in sorted(Path(d).rglob(f"*{SUFFIX}")):
             for kind, _, data in read_archive(archive):
-                if kind == "dense" and bool(data.get("stand_in", False)) == stand_in:
+                if kind == "dense" and wanted(data):
                     yield dict(data)  # a dense file's JSON object
         for path in sorted(Path(d).rglob("dense/*.json")):
             data = read_dense(path)
-            if bool(data.get("stand_in", False)) == stand_in:
+            if wanted(data):
                 yield data
