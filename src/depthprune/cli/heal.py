@@ -163,6 +163,15 @@ def cmd_heal_grid(args: argparse.Namespace) -> int:
         raise InputError(f"--grid {args.grid}: no results of it under {', '.join(map(str, sources))}; "
                          f"allowed: {', '.join(grids) or 'none found'}")
     profiles = sorted({r.identity.profile for r in results})
+    if args.budget_from is not None:
+        if args.heal_tokens is not None:
+            raise InputError("--budget-from and --heal-tokens: give one budget, not two")
+        from depthprune.common.jsonio import JSONFileError, read_json
+
+        try:
+            args.heal_tokens = int(read_json(args.budget_from)["budget"])
+        except (OSError, JSONFileError, KeyError, TypeError, ValueError) as err:
+            raise InputError(f"--budget-from {args.budget_from}: no healing curve's budget there ({err})") from None
     cfg = heal_config(args, profiles[0])
     models = sorted({r.identity.model for r in results})
     unknown = sorted(set(args.models or ()) - set(models))
@@ -207,6 +216,8 @@ def register(sub: Any) -> None:
     p.add_argument("--second-seed", type=int, default=1, help="the control seed (-1: none)")
     p.add_argument("--second-every", type=positive(1), default=4,
                    help="the second seed heals every N-th distinct set of a model, in sorted order (and its dense model)")
+    p.add_argument("--budget-from", default=None, metavar="CURVE",
+                   help="the token budget a healing curve chose (its curve.json), in place of --heal-tokens")
     add_heal_args(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_heal_grid)

@@ -30,6 +30,8 @@ TOOLS: dict[str, dict[str, tuple[str, str]]] = {
         "wordnet-accuracy": ("depthprune.cards.wordnet_accuracy", "a real model's dense accuracy on the WordNet tasks"),
         "calibration-curve": ("depthprune.experiments.calibration_curve",
                               "how the removed set settles as the calibration sample grows"),
+        "healing-curve": ("depthprune.experiments.healing_curve",
+                          "what a heal recovers against its token budget; the budget a grid's heals use"),
         "rivals": ("depthprune.grid.measure_rivals", "the rival answers of cells decided inside a rounding band, "
                                              "found and evaluated (for REPORT's re-judge)"),
     },
@@ -41,7 +43,7 @@ FULL_DOC = frozenset({"depthprune.tiny.build"})
 #: The group helps ``depthprune --help`` shows.
 GROUP_HELP = {
     "build": "make the shipped assets (tiny family, real profile data and tasks, calibration pool, baselines, healing text)",
-    "measure": "measure this machine or a real model (throughput, model cards, accuracies, calibration curve)",
+    "measure": "measure this machine or a real model (throughput, model cards, accuracies, calibration and healing curves)",
 }
 
 #: ``depthprune rehearsal build|env|run``: the paper grid against stand-ins built by code.

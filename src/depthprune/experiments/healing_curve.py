@@ -1,0 +1,197 @@
+"""The healing curve: what a heal recovers against its token budget, and the budget a grid's heals use.
+
+    depthprune measure healing-curve --grid tiny --out curves/healing-tiny     # resumable; curve.json
+    (tox -e heal-tiny runs it before the grid's heals)
+
+THE RULE, written before any curve ran (DESIGN.md, "Healing"):
+
+* sets: per model, the grid's one-shot sets at its largest budget under ppl and under margin (two sets a model;
+  one where both objectives chose the same);
+* points: every doubling from 2^12 tokens to the cap, each a heal of its own (the schedule depends on the
+  budget), evaluated with the grid's evaluation, in float32, beside the set unhealed and the dense model;
+* the cap: the largest power of two at which the grid's heals (every distinct set, the dense control, the
+  second seed's subset; :func:`depthprune.healing.grid_heals.plan_jobs`) and their two evaluations each fit the
+  grid's time limit (``--limit``: tiny 45 min, real 6 h) at the heal throughput and evaluation time this curve
+  measures at its first point;
+* the budget: with g(T) the mean over the sets of log C4 ppl healed at T minus the dense model's, the first T
+  where one more doubling recovers less than 10% of the gap that remains, g(T) - g(2T) < 0.10 g(T), or where
+  g(T) <= 0; the cap where no point qualifies.
+
+Each point is journaled (``points/<model>-<set>-t<T>.json``, written when its evaluation is done): a stopped
+curve resumes with the points left.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from depthprune.common.jsonio import read_json, write_json_atomic
+
+START_TOKENS = 2 ** 12
+SHARE = 0.10  # a doubling that recovers less than this share of the remaining gap ends the curve's budget
+LIMITS = {"tiny": 45 * 60, "real": 6 * 3600}
+
+
+def curve_sets(results: Sequence[Any], grid: str) -> dict[str, list[tuple[int, ...]]]:
+    """Per model, the grid's one-shot sets at its largest budget under ppl and margin (distinct, sorted)."""
+    rows = [r for r in results if r.identity.grid == grid and r.identity.heal is None]
+    out: dict[str, list[tuple[int, ...]]] = {}
+    for model in sorted({r.identity.model for r in rows}):
+        mine = [r for r in rows if r.identity.model == model and r.identity.search == "oneshot"]
+        if not mine:
+            continue
+        top = max(r.identity.budget for r in mine)
+        sets = {tuple(sorted(r["removed"])) for r in mine if r.identity.budget == top
+                and r.identity.objective in ("ppl", "margin") and r.identity.variant == "default"}
+        out[model] = sorted(sets)
+    return out
+
+
+def gap(c4_ppl: float, dense_c4_ppl: float) -> float:
+    return math.log(c4_ppl) - math.log(dense_c4_ppl)
+
+
+def choose_budget(gaps: Mapping[int, float], cap: int) -> tuple[int, str]:
+    """The rule's budget from the mean gap at each point (tokens -> g(T)), and why."""
+    points = sorted(t for t in gaps if t <= cap)
+    for t, nxt in zip(points, points[1:]):
+        g, g2 = gaps[t], gaps[nxt]
+        if g <= 0:
+            return t, f"g({t}) = {g:.4f} <= 0: the heal already matches the dense model"
+        if g - g2 < SHARE * g:
+            return t, (f"doubling {t} -> {nxt} recovers {g - g2:.4f} of the {g:.4f} left "
+                       f"({(g - g2) / g:.1%} < {SHARE:.0%})")
+    return cap, f"no doubling below the cap {cap} recovered less than {SHARE:.0%} of the gap left: the cap"
+
+
+def cap_tokens(n_jobs: int, tokens_per_second: float, eval_seconds: float, limit_s: float,
+               start: int = START_TOKENS) -> int:
+    """The largest power of two >= ``start`` whose ``n_jobs`` heals, each with two evaluations, fit ``limit_s``."""
+    t = start
+    while n_jobs * ((2 * t) / tokens_per_second + 2 * eval_seconds) <= limit_s:
+        t *= 2
+    return t
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--grid", required=True, help="the grid whose sets are healed (tiny, real)")
+    p.add_argument("--from", dest="source", action="append", default=None, metavar="DIR",
+                   help="its unhealed results (default: archive)")
+    p.add_argument("--out", required=True, help="the curve's folder (points/, curve.json)")
+    p.add_argument("--limit", type=float, default=None, help="the grid heal's time limit in seconds (default: tiny "
+                   "45 min, real 6 h)")
+    p.add_argument("--models", default=None, help="only these models, comma-separated")
+    p.add_argument("--quiet", action="store_true")
+
+
+def _point(out: Path, model: str, removed: tuple[int, ...], tokens: int) -> Path:
+    return out / "points" / f"{model}-{'_'.join(map(str, removed)) or 'dense'}-t{tokens}.json"
+
+
+def run(args: argparse.Namespace) -> int:
+    from depthprune.common.errors import InputError
+    from depthprune.healing.grid_heals import distinct_sets, eval_config_of, plan_jobs
+    from depthprune.results.store import iter_results
+
+    sources = [Path(s) for s in (args.source or ["archive"])]
+    results = [r for r in iter_results(sources) if r.identity.grid == args.grid and r["evaluated"]]
+    if not results:
+        raise InputError(f"--grid {args.grid}: no evaluated results under {', '.join(map(str, sources))}")
+    sets = curve_sets(results, args.grid)
+    if args.models:
+        sets = {m: s for m, s in sets.items() if m in args.models.split(",")}
+    limit = args.limit if args.limit is not None else LIMITS.get(args.grid)
+    if limit is None:
+        raise InputError(f"--limit: grid {args.grid!r} has no default time limit; give one in seconds")
+    out = Path(args.out)
+    n_jobs = len(plan_jobs(distinct_sets(results)))
+    summary: dict[str, Any] = {"grid": args.grid, "rule": __doc__.split("THE RULE")[1].split("Each point")[0].strip(),
+                               "sets": {m: [list(s) for s in v] for m, v in sets.items()}, "jobs": n_jobs,
+                               "limit_s": limit, "points": []}
+    cap: int | None = None
+    start = time.perf_counter()
+    for model, model_sets in sets.items():
+        first = next(r for r in results if r.identity.model == model)
+        points = _ModelPoints(model, first.identity.profile, eval_config_of(first), out, args.quiet)
+        dense = points.point((), 0)
+        for removed in model_sets:
+            summary["points"].append({**_brief(points.point(removed, 0)), "dense_c4_ppl": dense["metrics"]["c4_ppl"]})
+            tokens = START_TOKENS
+            while cap is None or tokens <= cap:
+                p = points.point(removed, tokens)
+                summary["points"].append({**_brief(p), "dense_c4_ppl": dense["metrics"]["c4_ppl"]})
+                if cap is None:
+                    cap = cap_tokens(n_jobs, p["tokens_per_second"], p["eval_seconds"], limit)
+                    summary.update(cap=cap, cap_from={"tokens_per_second": p["tokens_per_second"],
+                                                      "eval_seconds": p["eval_seconds"]})
+                tokens *= 2
+        points.close()
+    by_tokens: dict[int, list[float]] = {}
+    for p in summary["points"]:
+        if p["tokens"] > 0:
+            by_tokens.setdefault(p["tokens"], []).append(gap(p["c4_ppl"], p["dense_c4_ppl"]))
+    gaps = {t: sum(v) / len(v) for t, v in by_tokens.items() if len(v) == sum(len(s) for s in sets.values())}
+    budget, why = choose_budget(gaps, cap or START_TOKENS)
+    summary.update(mean_gap={str(t): g for t, g in sorted(gaps.items())}, budget=budget, why=why,
+                   seconds=round(time.perf_counter() - start, 1))
+    write_json_atomic(out / "curve.json", summary)
+    print(f"healing curve {args.grid}: budget {budget} tokens ({why}); cap {cap}; {len(summary['points'])} points "
+          f"in {summary['seconds']:.0f} s")
+    for t, g in sorted(gaps.items()):
+        print(f"  {t:>8} tokens: mean log C4 ppl gap to dense {g:.4f}")
+    return 0
+
+
+class _ModelPoints:
+    """One model's points: each read from its journal file, or measured (the model loaded once, when first
+    needed) and journaled."""
+
+    def __init__(self, model: str, profile: str, eval_cfg: Any, out: Path, quiet: bool) -> None:
+        from depthprune.data.healing_text import healing_fingerprint, healing_texts
+
+        self.model, self.profile, self.eval_cfg, self.out, self.quiet = model, profile, eval_cfg, out, quiet
+        self.texts, self.data = healing_texts(profile), healing_fingerprint(profile)
+        self.session: Any = None
+
+    def point(self, removed: tuple[int, ...], tokens: int) -> dict[str, Any]:
+        from depthprune.evaluation.evaluate import evaluate
+        from depthprune.healing.config import HealConfig
+        from depthprune.healing.pruned import heal_removed
+        from depthprune.recipe import Session
+
+        path = _point(self.out, self.model, removed, tokens)
+        if path.is_file():
+            return dict(read_json(path))
+        if self.session is None:
+            self.session = Session.open(self.model, profile=self.profile, device="cpu", dtype="float32")
+        s = self.session
+        record: dict[str, Any] = {"model": self.model, "removed": list(removed), "tokens": tokens}
+        if tokens == 0:
+            ev = evaluate(s.model, s.tokenizer, self.model, list(removed), s.profile, self.eval_cfg, weights=s.weights)
+        else:
+            cfg = HealConfig(tokens=tokens)
+            healed, report = heal_removed(s, removed, cfg, self.texts, self.data,
+                                          progress=False if self.quiet else f"{self.model} {removed} {tokens}")
+            ev = evaluate(healed, s.tokenizer, self.model, [], s.profile, self.eval_cfg,
+                          weights=f"{s.weights}+heal:{cfg.tag}")
+            record.update(heal_seconds=report.seconds, tokens_per_second=report.tokens_per_second,
+                          losses=report.losses)
+        record.update(metrics=ev.metrics, item_outcomes=ev.items, window_nll=ev.windows, eval_seconds=ev.seconds)
+        write_json_atomic(path, record)
+        return record
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+
+
+def _brief(p: Mapping[str, Any]) -> dict[str, Any]:
+    m = p["metrics"]
+    return {"model": p["model"], "removed": p["removed"], "tokens": p["tokens"], "c4_ppl": m.get("c4_ppl"),
+            "avg_acc": m.get("avg_acc"), "heal_seconds": p.get("heal_seconds"), "eval_seconds": p.get("eval_seconds"),
+            "tokens_per_second": p.get("tokens_per_second")}
