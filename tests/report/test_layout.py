@@ -55,7 +55,7 @@ def test_the_first_screen_is_the_verdict_matrix_and_a_line_per_claim():
     lines = REPORT.read_text(encoding="utf-8").splitlines()
     first = "\n".join(lines[:50])
     assert "## Verdicts" in first and "| claim " in first and "What was found" in first
-    assert all(f"- **{c}** (" in "\n".join(lines[:60]) for c in claims.CLAIMS)
+    assert all(f"- **{c}** (" in "\n".join(lines[:60]) for c, claim in claims.CLAIMS.items() if not claim.reads_healed)
 
 
 def test_wrapping_keeps_every_word_and_never_starts_a_line_with_markup():

@@ -72,7 +72,9 @@ def readme_block(results_dirs: Iterable[str | Path], readme: str | Path, report:
     declared = declared_grids(cases_dir)
     not_run = [d.name for d in declared if d.name not in grids]
     in_part = list(partial_grids([d for d in declared if d.name in grids], results))
-    return report_readme.block(claims.judge_all(results, claims.load_thresholds()), not_run, readme, report, in_part)
+    healed = list(iter_results([Path(d) for d in results_dirs], healed=True))
+    return report_readme.block(claims.judge_all([*results, *healed], claims.load_thresholds()), not_run, readme, report,
+                               in_part)
 
 
 def write_report(results_dirs: Iterable[str | Path], out: str | Path = layout.REPORT,
@@ -95,7 +97,8 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = layout.RE
     reports = Path(reports_dir) if reports_dir is not None else out.parent / layout.REPORTS
     grids = analysis.grids_of(results)
     thresholds = claims.load_thresholds()
-    verdicts = claims.judge_all(results, thresholds)
+    healed = list(iter_results(dirs, healed=True))  # only the healing claims read them (Claim.reads_healed)
+    verdicts = claims.judge_all([*results, *healed], thresholds)
     assessed = firmness.assess(every)
     rivals = read_rivals(sorted(p for d in dirs for p in d.glob(layout.RIVALS_GLOB)))
     rejudged = firmness.rejudge(results, verdicts, assessed, thresholds, rivals)
@@ -109,7 +112,7 @@ def write_report(results_dirs: Iterable[str | Path], out: str | Path = layout.RE
         verdicts=verdicts, assessed=assessed, rejudged=rejudged, flips=firmness.flippable(rejudged), missing=missing,
         not_run=[d.name for d in missing], partial=partial_lines(partly), in_part=list(partly),
         figure_paths=figures_for(analysis.by_condition(results), figures, grids, dense), controls=render_controls(every),
-        precision=render_precision(every, reference_dir), task_baselines=task_baselines)
+        precision=render_precision(every, reference_dir), task_baselines=task_baselines, healed=healed)
 
     x.pages = {f"{g}.md": _grid_page(g, results, dense) for g in grids}
     if x.controls:

@@ -19,6 +19,7 @@ from depthprune.common.jsonio import read_json
 from depthprune.common.text_tables import markdown_table
 from depthprune.report import analysis, claims, intervals, tables
 from depthprune.report import firmness as report_firmness
+from depthprune.report import healing as report_healing
 from depthprune.report import speed as report_speed
 from depthprune.report import verdicts as report_verdicts
 from depthprune.report.baselines import BASELINES, render_baselines
@@ -301,6 +302,7 @@ class Inputs:
     controls: list[str]
     precision: list[str]
     task_baselines: list[str]
+    healed: list[Result] = field(default_factory=list)  # healed results: only "After healing" and its claims read them
     pages: dict[str, Page] = field(default_factory=dict)
     page_link: dict[str, str] = field(default_factory=dict)
     speed_points: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # grid -> measured cells
@@ -361,6 +363,12 @@ def noise(x: Inputs) -> list[str]:
 def curves(x: Inputs) -> list[str]:
     found = render_curves(find_curves(x.dirs))
     return ["## Calibration-size curve", "", *found] if found else []
+
+
+def healing(x: Inputs) -> list[str]:
+    figures_dir = x.figure_paths[0].parent if x.figure_paths else x.out.parent / "figures"
+    return report_healing.section(x.healed, report_healing.find_curves(x.dirs), figures_dir,
+                                  lambda p: link(p, x.out.parent))
 
 
 def baselines(x: Inputs) -> list[str]:
@@ -444,5 +452,5 @@ def environment(x: Inputs) -> list[str]:
 
 #: REPORT.md's sections, in order
 SECTIONS: tuple[Callable[[Inputs], list[str]], ...] = (
-    head, partial_section, claims_section, variance, noise, curves, baselines, real, protocol, controls, precision,
+    head, partial_section, claims_section, variance, noise, curves, healing, baselines, real, protocol, controls, precision,
     firmness, speed, figures, environment)

@@ -78,6 +78,9 @@ class Claim:
     #: does its judge read only what a stored reference keeps (removed sets, calibration losses, metrics)? True:
     #: REPORT's precision section re-judges it with the float32 references in place of the bf16 cells
     reads_only_references: bool = False
+    #: is it judged on healed results (:mod:`depthprune.healing`; a claim beyond the paper: do its findings survive
+    #: a heal?) rather than on results of the pruned models as searched? Each claim sees only its own kind
+    reads_healed: bool = False
     judge: Judge | None = field(default=None, compare=False, repr=False)
     select: Selector = field(default=_paper_select, compare=False, repr=False)  # the solutions it counts
 
@@ -93,8 +96,9 @@ class Claim:
             raise ValueError(f"claim {self.id!r} has no judge")
         t = thresholds if thresholds is not None else load_thresholds()
         g = t["general"]
+        mine = [r for r in results if (r.identity.heal is not None) == self.reads_healed]
         return [self.judge(grid, self.select(rows, t[self.id], g), t[self.id], g)
-                for grid, rows in helpers.by_grid(results).items()]
+                for grid, rows in helpers.by_grid(mine).items()]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,121 @@
+"""REPORT's "After healing": each grid's healing curve and its budget, a before/after table per condition, a
+figure of every cell's accuracy before against after, and where the budget stands against the literature's.
+
+Before and after are both the healed result's own float32 evaluations of its set (``healing.before_float32`` and
+the result's metrics), so a row differs by the heal alone; the verdicts are the healing claims' (the matrix).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from depthprune.common.jsonio import read_json
+from depthprune.common.text_tables import significant
+from depthprune.results.schema import Result
+
+#: the peers' budget (Shortened LLaMA, LLM-Pruner: 2 epochs of Alpaca-cleaned's 51,760 samples at a 256-token
+#: cutoff, ~180 tokens a sample) and Gromov et al.'s (164 M tokens of C4): DESIGN.md, "Healing"
+LITERATURE_TOKENS = {"Shortened LLaMA / LLM-Pruner": 19_000_000, "Gromov et al. 2024": 164_000_000}
+#: the tiny family's training tokens (depthprune.tiny.train: 1,500 steps x 8 x 256; tiny-llama3.1 adds 900 x 4 x 512)
+TINY_TRAINING_TOKENS = {"tiny-llama3": 3_072_000, "tiny-qwen3": 3_072_000, "tiny-llama3.1": 4_915_200}
+CURVE_GLOB = "healing-curve-*.json"
+
+
+def find_curves(dirs: Iterable[Path]) -> list[dict[str, Any]]:
+    return [dict(read_json(p)) for d in dirs for p in sorted(Path(d).glob(CURVE_GLOB))]
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None else significant(value) if isinstance(value, float) else str(value)
+
+
+def curve_lines(curve: Mapping[str, Any]) -> list[str]:
+    grid = curve["grid"]
+    lines = [f"**`{grid}`: the healing curve.** The rule (written before it ran): {curve['rule']}", "",
+             f"Budget: **{curve['budget']:,} tokens** ({curve['why']}); cap {curve.get('cap', 0):,} tokens "
+             f"(the grid's {curve['jobs']} heals within {curve['limit_s'] / 60:.0f} min at "
+             f"{_fmt(curve.get('cap_from', {}).get('tokens_per_second'))} tokens/s, measured at the first point). "
+             f"The curve took {curve['seconds'] / 60:.1f} min.", "",
+             "| model | removed | tokens | C4 ppl | avg acc | dense C4 ppl | heal s |", "|---|---|---|---|---|---|---|"]
+    for p in curve["points"]:
+        lines.append(f"| {p['model']} | {p['removed']} | {p['tokens']:,} | {_fmt(p['c4_ppl'])} | {_fmt(p['avg_acc'])} "
+                     f"| {_fmt(p['dense_c4_ppl'])} | {_fmt(p.get('heal_seconds'))} |")
+    budget = int(curve["budget"])
+    shares = "; ".join(f"{budget / t:.2%} of {name}'s {t / 1e6:.0f} M" for name, t in LITERATURE_TOKENS.items())
+    lines += ["", f"A light heal: {budget:,} tokens is {shares} tokens."]
+    if grid == "tiny":
+        lines[-1] += " For the tiny models, trained here, it is " + ", ".join(
+            f"{budget / t:.1%} of {m}'s {t / 1e6:.1f} M training tokens" for m, t in TINY_TRAINING_TOKENS.items()) + "."
+    return [*lines, ""]
+
+
+def before_after_lines(healed: Sequence[Result]) -> list[str]:
+    by: dict[tuple[str, str, str, int], list[Result]] = defaultdict(list)
+    for r in healed:
+        if r.get("healing", {}).get("before_float32"):
+            by[(r.identity.grid or "", r.identity.model, r.identity.objective, r.identity.budget)].append(r)
+    if not by:
+        return []
+    lines = ["| grid | model | objective | M | searcher | heal | avg acc before → after | C4 ppl before → after |",
+             "|---|---|---|---|---|---|---|---|"]
+    for (grid, model, objective, budget), rows in sorted(by.items()):
+        for r in sorted(rows, key=lambda r: (r.identity.search, r.identity.heal or "")):
+            b = r["healing"]["before_float32"]["metrics"]
+            a = r["metrics"]
+            lines.append(f"| {grid} | {model} | {objective} | {budget} | {r.identity.search} | {r.identity.heal} | "
+                         f"{_fmt(b.get('avg_acc'))} → {_fmt(a.get('avg_acc'))} | "
+                         f"{_fmt(b.get('c4_ppl'))} → {_fmt(a.get('c4_ppl'))} |")
+    return [*lines, ""]
+
+
+def figure(healed: Sequence[Result], path: Path) -> Path | None:
+    """Each healed cell's avg accuracy before against after, coloured by objective."""
+    points = [(r.identity.objective, r["healing"]["before_float32"]["metrics"].get("avg_acc"),
+               r["metrics"].get("avg_acc")) for r in healed if r.get("healing", {}).get("before_float32")]
+    points = [p for p in points if p[1] is not None and p[2] is not None]
+    if not points:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 5))
+    for objective, colour in (("ppl", "tab:blue"), ("margin", "tab:orange")):
+        xs = [b for o, b, _ in points if o == objective]
+        ys = [a for o, _, a in points if o == objective]
+        if xs:
+            ax.scatter(xs, ys, s=14, c=colour, label=objective, alpha=0.8)
+    lo = min(min(b, a) for _, b, a in points) - 0.02
+    hi = max(max(b, a) for _, b, a in points) + 0.02
+    ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8, ls="--")
+    ax.set(xlabel="avg accuracy before healing (float32)", ylabel="avg accuracy after healing",
+           title="Each cell's set, before and after its heal")
+    ax.legend(title="objective")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def section(healed: Sequence[Result], curves: Sequence[Mapping[str, Any]], figures_dir: Path,
+            link: Any) -> list[str]:
+    """The lines of "After healing" (empty: no healed result and no curve was read)."""
+    if not healed and not curves:
+        return []
+    lines = ["## After healing", "",
+             "Each distinct removed set healed once (LoRA through PEFT, the peers' settings, a fixed token budget, "
+             "float32), evaluated before and after with the grid's evaluation; the verdicts are the healing "
+             "claims' rows of the matrix. DESIGN.md, \"Healing\", holds the rules, written before any healed "
+             "result was read.", ""]
+    for curve in curves:
+        lines += curve_lines(curve)
+    lines += before_after_lines(healed)
+    for grid in sorted({r.identity.grid or "" for r in healed}):
+        path = figure([r for r in healed if r.identity.grid == grid], figures_dir / f"healing-{grid}.png")
+        if path is not None:
+            lines += [f"![healing-{grid}]({link(path)})", ""]
+    return lines
