@@ -43,6 +43,7 @@ KINDS: dict[str, str] = {
     "tests/experiments/test_healing_curve.py": "unit",
     "tests/healing/test_lora.py": "unit",
     "tests/healing/test_pruned.py": "integration",
+    "tests/healing/test_reference.py": "integration",
     "tests/healing/test_grid_heals.py": "integration",
     "tests/cli/test_heal.py": "integration",
     "tests/scoring/test_request_cost.py": "unit",

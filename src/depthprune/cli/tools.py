@@ -32,6 +32,7 @@ TOOLS: dict[str, dict[str, tuple[str, str]]] = {
                               "how the removed set settles as the calibration sample grows"),
         "healing-curve": ("depthprune.experiments.healing_curve",
                           "what a heal recovers against its token budget; the budget a grid's heals use"),
+        "healing-reference": ("depthprune.healing.reference", "CI's heal of one tiny set, as its stored reference"),
         "rivals": ("depthprune.grid.measure_rivals", "the rival answers of cells decided inside a rounding band, "
                                              "found and evaluated (for REPORT's re-judge)"),
     },

@@ -112,6 +112,10 @@ def heal(model: nn.Module, windows: torch.Tensor, cfg: HealConfig, progress: boo
     targets = resolve_targets(block_linear_names(model), cfg.target_modules)
     names = [n for kind, full in sorted(block_linear_names(model).items()) if kind in targets for n in full]
     device = next(model.parameters()).device
+    # torch's thread count set explicitly, even to the count it has: a process left at its default (2 on 2 cores)
+    # and one that set 2 healed the CI set to probe NLLs that differ in the last bits (measured 2026-12-06), so a
+    # heal and what follows it run in the explicit state whoever calls them (pytest's conftest sets it too)
+    torch.set_num_threads(torch.get_num_threads())
     torch.manual_seed(cfg.seed)  # the adapters' initialisation and dropout
     lora = LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=cfg.dropout, target_modules=names,
                       bias="none", task_type="CAUSAL_LM")
