@@ -229,3 +229,15 @@ def test_the_real_grid_is_planned_with_its_cells_blocks_and_variants():
     cells = {c.cell: c for c in plan.cells}
     assert {c.model for c in plan.cells} == {"smollm2-135m", "gemma3-270m"}
     assert cells["smollm2-135m-ppl-rank.p00-M7"].evaluations == (512, 512)
+
+
+def test_healing_is_counted_apart_at_the_peers_budget_and_scales_with_it():
+    grid = load_grid(ROOT / "cases" / "paper.toml")
+    peers = plan_grid(grid, Assumptions(landscapes=1))
+    half = plan_grid(grid, Assumptions(landscapes=1, heal_tokens=peers.totals["heal_tokens"] // 2))
+    assert peers.totals["heal_tokens"] == 19_000_000
+    assert peers.totals["gpu_hours_heal"] == pytest.approx(sum(peers.totals["gpu_hours_heal_per_model"].values()))
+    assert half.totals["gpu_hours_heal"] == pytest.approx(peers.totals["gpu_hours_heal"] / 2, rel=1e-6)
+    assert half.totals["gpu_hours_grid_run"] == peers.totals["gpu_hours_grid_run"]  # the grid's own hours unchanged
+    # a heal of an 8B model over 19 M tokens: 6 x 8e9 x 19e6 FLOP ~ 0.5 GPU-hour at 35% of an H100; ~87 heals
+    assert 20 < peers.totals["gpu_hours_heal"] < 100

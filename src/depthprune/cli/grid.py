@@ -40,7 +40,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     dtype_bytes = 4 if grid.dtype == "float32" else 2
     assumptions = Assumptions(gpu=args.gpu, gpus=args.gpus, mfu=args.mfu, landscapes=args.landscapes,
                               margin_tokens_per_item=args.margin_tokens, dtype_bytes=dtype_bytes,
-                              measured=tuple(args.measured or ()))
+                              measured=tuple(args.measured or ()), heal_tokens=args.heal_tokens)
     plan = plan_grid(grid, assumptions, throughput)
     print(format_plan(plan))
     if args.json:
@@ -151,6 +151,9 @@ def register(sub: Any) -> None:
     p.add_argument("--gpu", default="h100-80gb", help=f"GPU kind ({', '.join(GPUS)}; default h100-80gb)")
     p.add_argument("--gpus", type=positive(1), default=8, help="GPUs available, one worker each (default 8)")
     p.add_argument("--mfu", type=fraction, default=0.35, help="assumed model-FLOPs utilisation (default 0.35, ours)")
+    p.add_argument("--heal-tokens", type=positive(1), default=19_000_000,
+                   help="a heal's training tokens, for the healing GPU-hours (default 19 M: the peers' 2 epochs of "
+                        "Alpaca-cleaned)")
     p.add_argument("--landscapes", type=positive(1), default=4,
                    help="synthetic loss landscapes each searcher is simulated on (default 4)")
     p.add_argument("--margin-tokens", type=positive(1), default=160,

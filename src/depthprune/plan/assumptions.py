@@ -43,6 +43,9 @@ class Assumptions:
     cache_fraction: float = 0.4  # scoring.scorer._default_cache_bytes on CUDA: 40 % of free memory
     keep_best: int = 4  # the Scorer's default keep_best (states kept per set size)
     measured: tuple[str, ...] = ()  # result directories whose prefix-cache ratios replace the bo bound
+    #: a heal's training tokens at the peers' budget: Shortened LLaMA / LLM-Pruner's 2 epochs of Alpaca-cleaned's
+    #: 51,760 samples at their 256-token cutoff, ~180 tokens a sample (ours, from the dataset's length statistics)
+    heal_tokens: int = 19_000_000
 
 
 def assumption_lines(a: Assumptions, gpu: GPU) -> list[str]:
@@ -78,4 +81,9 @@ def assumption_lines(a: Assumptions, gpu: GPU) -> list[str]:
         "Grid-run totals share the dense pass and the prior per model and objective (cells report them as "
         "if alone); sets re-used between a condition's searches are not subtracted (an upper bound).",
         "Wall clock: tasks (a model's or a model and objective's cells) placed longest-first on the GPUs.",
+        f"Healing (optional, counted apart): every cell's set and each model's dense control healed once with LoRA "
+        f"at the peers' budget, {a.heal_tokens / 1e6:.0f} M tokens (Shortened LLaMA / LLM-Pruner: 2 epochs of "
+        "Alpaca-cleaned; --heal-tokens); per token each kept block one forward and one backward and the head "
+        "likewise (a backward counted as twice a forward, as the plan counts one; LoRA's frozen weights need no "
+        "weight gradient, so this bounds it); cells sharing a set are not credited.",
     ]

@@ -39,6 +39,8 @@ def format_plan(plan: GridPlan) -> str:
         ["GPU-hours, cells as if alone, bound", f"{t['gpu_hours_bound']:.1f}"],
         ["GPU-hours, this grid run (dense pass + prior once per condition)", f"{t['gpu_hours_grid_run']:.1f}"],
         [f"wall-clock h on {a.gpus} GPUs, one task per model", f"{t['wall_hours_per_model']:.1f}"],
+        [f"GPU-hours to heal every cell's set and the dense models at {t['heal_tokens'] / 1e6:.0f} M tokens "
+         "(the peers' budget; bound)", f"{t['gpu_hours_heal']:.1f}"],
         [f"wall-clock h on {a.gpus} GPUs, one task per model x objective", f"{t['wall_hours_per_objective']:.1f}"],
     ]
     out += [markdown_table(totals, ["total", "value"]), ""]

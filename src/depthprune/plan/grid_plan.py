@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -316,8 +316,22 @@ def plan_grid(grid: Grid, assumptions: Assumptions | None = None, throughput: Th
         "wall_hours_per_objective": makespan(per_group.values(), a.gpus),
         "peak_gib_per_worker": {m: max(c.memory.peak for c in cells if c.model == m) for m in shapes},
     }
+    plan.totals.update(heal_totals(cells, shapes, a, rates))
     plan.notes = _notes(plan)
     return plan
+
+
+def heal_totals(cells: Sequence[CellPlan], shapes: Mapping[str, ModelShape], a: Assumptions,
+                rates: Mapping[str, Rate]) -> dict[str, Any]:
+    """GPU-hours to heal every cell's set and each model's dense control once at ``a.heal_tokens`` (an upper
+    bound: cells sharing a set heal it once): per token, the kept blocks and the head forward and backward."""
+    hours: dict[str, float] = {}
+    for model, shape in shapes.items():
+        mine = [c for c in cells if c.model == model]
+        kept = [c.n_layers - c.budget for c in mine] + [shape.layers]  # the sets, then the dense control
+        per_token = [3 * (k * shape.layer_flops_per_token(256) + shape.head_flops_per_token) for k in kept]
+        hours[model] = sum(f * a.heal_tokens for f in per_token) / rates[model].gradient
+    return {"heal_tokens": a.heal_tokens, "gpu_hours_heal": sum(hours.values()), "gpu_hours_heal_per_model": hours}
 
 
 def _notes(plan: GridPlan) -> list[str]:
