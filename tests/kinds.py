@@ -126,6 +126,7 @@ KINDS: dict[str, str] = {
     "bench/test_searcher_properties.py": "property",
     "bench/test_bench_dtype.py": "benchmark",
     "bench/test_bench_head.py": "benchmark",
+    "bench/test_bench_healing.py": "benchmark",
     "bench/test_bench_lm_adapter.py": "benchmark",
     "bench/test_bench_score_store.py": "benchmark",
     "bench/test_bench_spares.py": "benchmark",
