@@ -77,6 +77,20 @@ def test_bad_files_say_where_and_what(tmp_path, old, new, message):
     assert str(path) in str(err.value)
 
 
+@pytest.mark.parametrize("table, message", [
+    ("[heal]\nrank = 8", r"\[heal\] tokens: required"),
+    ("[heal]\ntokens = 4096\nrank = 0", r"\[heal\]: healing: rank must be an integer >= 1, got 0"),
+    ("[heal]\ntokens = 4096\nepochs = 2", r"\[heal\] epochs: unknown parameter; allowed: .*tokens"),
+])
+def test_a_heal_table_is_checked_where_it_is_written(tmp_path, table, message):
+    path = _write(tmp_path, GOOD + table + "\n")
+    with pytest.raises(CaseFileError, match=message) as err:
+        load_grid(path)
+    assert str(path) in str(err.value)
+    assert load_grid(_write(tmp_path, GOOD + "[heal]\ntokens = 4096\nrank = 16\n", "ok.toml")).heal == {
+        "tokens": 4096, "rank": 16}
+
+
 def test_budget_must_fit_the_model(tmp_path):
     text = GOOD.replace('models = ["tiny-llama3"]', 'models = ["llama3-8b"]').replace("[3, 5]", "[7, 32]")
     text = text.replace('cells = ["tiny-llama3-ppl-greedy-M3"]', "")

@@ -150,6 +150,18 @@ def cmd_heal(args: argparse.Namespace) -> int:
     return 0
 
 
+def _case_grid(cases: str, name: str) -> Any:
+    """The grid ``name`` of the case files in ``cases`` (its [heal] table and device), or None where there is none."""
+    from depthprune.grid.cases import CaseFileError, load_grids
+
+    if not Path(cases).is_dir():
+        return None
+    try:
+        return next((g for g in load_grids(cases) if g.name == name), None)
+    except CaseFileError as err:
+        raise InputError(str(err)) from None
+
+
 def cmd_heal_grid(args: argparse.Namespace) -> int:
     from depthprune.results.store import iter_dense, iter_results
 
@@ -163,6 +175,17 @@ def cmd_heal_grid(args: argparse.Namespace) -> int:
         raise InputError(f"--grid {args.grid}: no results of it under {', '.join(map(str, sources))}; "
                          f"allowed: {', '.join(grids) or 'none found'}")
     profiles = sorted({r.identity.profile for r in results})
+    case = _case_grid(args.cases, args.grid)
+    if case is not None and case.heal and args.heal_tokens is None and args.budget_from is None:
+        defaults = {**vars(args), "heal_tokens": case.heal["tokens"]}
+        for key, flag in (("rank", "lora_rank"), ("alpha", "lora_alpha"), ("dropout", "lora_dropout"),
+                          ("lr", "heal_lr"), ("schedule", "heal_schedule"), ("warmup_ratio", "heal_warmup"),
+                          ("seq_len", "heal_seq_len"), ("batch_size", "heal_batch_size"), ("seed", "heal_seed"),
+                          ("target_modules", "lora_targets")):
+            if key in case.heal:
+                defaults[flag] = case.heal[key]
+        args = argparse.Namespace(**defaults)
+    device = args.device or (case.device if case is not None and case.device != "auto" else "cpu")
     if args.budget_from is not None:
         if args.heal_tokens is not None:
             raise InputError("--budget-from and --heal-tokens: give one budget, not two")
@@ -188,7 +211,7 @@ def cmd_heal_grid(args: argparse.Namespace) -> int:
 
     done = heal_grid(results, dense, args.grid, cfg, args.results, models=args.models,
                      second_seed=None if args.second_seed < 0 else args.second_seed, second_every=args.second_every,
-                     progress=not args.quiet)
+                     device=device, progress=not args.quiet)
     print(f"heal-grid  {args.grid}: {done['jobs']} heals ({done['resumed']} already in the journal, {done['run']} run); "
           f"{done['written']} healed results under {Path(args.results) / (args.grid + '-healed')}")
     return 0
@@ -216,6 +239,9 @@ def register(sub: Any) -> None:
     p.add_argument("--second-seed", type=int, default=1, help="the control seed (-1: none)")
     p.add_argument("--second-every", type=positive(1), default=4,
                    help="the second seed heals every N-th distinct set of a model, in sorted order (and its dense model)")
+    p.add_argument("--cases", default=layout.CASES,
+                   help="case files: the grid's [heal] table gives the settings no flag gives (default: ./cases)")
+    p.add_argument("--device", default=None, help="cpu | cuda (default: the grid's device in its case file, else cpu)")
     p.add_argument("--budget-from", default=None, metavar="CURVE",
                    help="the token budget a healing curve chose (its curve.json), in place of --heal-tokens")
     add_heal_args(p)

@@ -158,6 +158,8 @@ class Grid:
     compare_with: str | None = None
     blocks: tuple[dict[str, Any], ...] = ()  # the [[cells]] tables, validated
     override: Path | None = None  # a case override applied on top of ``path`` (apply_override)
+    #: the [heal] table: the HealConfig fields its heals use (``depthprune heal-grid --cases``; empty: none named)
+    heal: dict[str, Any] = field(default_factory=dict)
 
     def cells(self) -> list[Cell]:
         cells = [
@@ -220,7 +222,7 @@ _GRID_KEYS = {"name": str, "kind": str, "compare_with": str, "description": str,
               "batch_size": int}
 _REQUIRED = ("name", "models", "objectives", "searchers", "budgets")
 KINDS = ("main", "controls", "slice")
-_SECTIONS = ("grid", "objective", "searcher", "evaluation", "tolerance", "ci", "cells")
+_SECTIONS = ("grid", "objective", "searcher", "evaluation", "tolerance", "ci", "cells", "heal")
 
 
 def _fail(path: Path, where: str, message: str) -> CaseFileError:
@@ -335,6 +337,7 @@ def _grid_from_raw(path: Path, raw: dict[str, Any]) -> Grid:
     blocks = _check_blocks(path, raw.get("cells", []), g, objective_params, searcher_params)
     grid = Grid(**{**grid.__dict__, "kind": g.get("kind", "main"), "compare_with": g.get("compare_with"),
                    "blocks": blocks})
+    grid = Grid(**{**grid.__dict__, "heal": _check_heal(path, raw.get("heal"))})
     ci = _check_params(path, "ci", "", raw.get("ci", {}), {"cells"})
     ids = [c.id for c in grid.cells()]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
@@ -344,6 +347,22 @@ def _grid_from_raw(path: Path, raw: dict[str, Any]) -> Grid:
         if cid not in ids:
             raise _fail(path, "[ci] cells", f"{cid!r} is not a cell of this grid")
     return Grid(**{**grid.__dict__, "ci_cells": tuple(ci["cells"]) if "cells" in ci else None})
+
+
+def _check_heal(path: Path, raw: Any) -> dict[str, Any]:
+    """The [heal] table: HealConfig's fields (tokens required), each value in its range."""
+    if raw is None:
+        return {}
+    from depthprune.healing.config import HealConfig
+
+    params = _check_params(path, "heal", "", raw, set(HealConfig.__dataclass_fields__))
+    if "tokens" not in params:
+        raise _fail(path, "[heal] tokens", "required: the token budget every heal of the grid uses")
+    try:
+        HealConfig.from_dict(params)
+    except (TypeError, ValueError) as err:
+        raise _fail(path, "[heal]", str(err)) from None
+    return params
 
 
 def _check_blocks(path: Path, raw: Any, g: dict[str, Any], objective_params: dict[str, dict[str, Any]],
