@@ -59,7 +59,7 @@ def healed_result(unhealed: Mapping[str, Any], report: HealReport, evaluation: E
     out = copy.deepcopy(to_json(unhealed))
     heal_cfg = HealConfig.from_dict(report.config)
     out["identity"] = {**out["identity"], "heal": heal_cfg.tag}
-    settings = {**out["settings"], "identity": out["identity"], "healing": report.config,
+    settings = {**out["settings"], "identity": out["identity"], "dtype": "torch.float32", "healing": report.config,
                 "healing_data": report.windows.get("data", {}), "peft": package_versions(("peft",))["peft"]}
     if evaluation is not None:
         settings["evaluation"] = asdict(eval_config)
