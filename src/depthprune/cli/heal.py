@@ -211,13 +211,16 @@ def cmd_heal_grid(args: argparse.Namespace) -> int:
 
     done = heal_grid(results, dense, args.grid, cfg, args.results, models=args.models,
                      second_seed=None if args.second_seed < 0 else args.second_seed, second_every=args.second_every,
-                     device=device, progress=not args.quiet)
+                     device=device, progress=not args.quiet,
+                     searchers=None if args.searchers == ("all",) else args.searchers)
     print(f"heal-grid  {args.grid}: {done['jobs']} heals ({done['resumed']} already in the journal, {done['run']} run); "
           f"{done['written']} healed results under {Path(args.results) / (args.grid + '-healed')}")
     return 0
 
 
 def register(sub: Any) -> None:
+    from depthprune.healing.grid_heals import PAPER_SEARCHERS
+
     p = sub.add_parser("heal", help="fine-tune a model without some blocks (LoRA, merged) and save a checkpoint")
     add_model_args(p)
     p.add_argument("--remove", type=layers_arg, default=(), metavar="I,J,K",
@@ -236,6 +239,8 @@ def register(sub: Any) -> None:
                    help="where its unhealed results are: a results directory or archive/ (repeatable; default archive)")
     p.add_argument("--results", default="results", help="where <grid>-healed/ goes (default: ./results)")
     p.add_argument("--models", type=tasks_arg, default=None, metavar="M,M", help="only these models of the grid")
+    p.add_argument("--searchers", type=tasks_arg, default=PAPER_SEARCHERS, metavar="S,S",
+                   help="whose sets are healed (default: the paper's seven; 'all': the rank panel's too)")
     p.add_argument("--second-seed", type=int, default=1, help="the control seed (-1: none)")
     p.add_argument("--second-every", type=positive(1), default=4,
                    help="the second seed heals every N-th distinct set of a model, in sorted order (and its dense model)")

@@ -95,7 +95,7 @@ def _point(out: Path, model: str, removed: tuple[int, ...], tokens: int) -> Path
 
 def run(args: argparse.Namespace) -> int:
     from depthprune.common.errors import InputError
-    from depthprune.healing.grid_heals import distinct_sets, eval_config_of, plan_jobs
+    from depthprune.healing.grid_heals import PAPER_SEARCHERS, distinct_sets, eval_config_of, plan_jobs
     from depthprune.results.store import iter_results
 
     sources = [Path(s) for s in (args.source or ["archive"])]
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     if limit is None:
         raise InputError(f"--limit: grid {args.grid!r} has no default time limit; give one in seconds")
     out = Path(args.out)
-    n_jobs = len(plan_jobs(distinct_sets(results)))
+    n_jobs = len(plan_jobs(distinct_sets([r for r in results if r.identity.search in PAPER_SEARCHERS])))
     summary: dict[str, Any] = {"grid": args.grid, "rule": __doc__.split("THE RULE")[1].split("Each point")[0].strip(),
                                "sets": {m: [list(s) for s in v] for m, v in sets.items()}, "jobs": n_jobs,
                                "limit_s": limit, "points": []}

@@ -29,6 +29,8 @@ from depthprune.results.schema import Result
 
 HEALED_SUFFIX = "-healed"
 JOURNAL = "heals"
+#: the searchers whose sets a grid heals by default: the paper's seven (the rank panel's sets are optional)
+PAPER_SEARCHERS = ("oneshot", "greedy", "beam", "ga", "bo", "cbo", "fbs")
 
 
 @dataclass(frozen=True)
@@ -139,12 +141,15 @@ def write_healed(out: Path, record: Mapping[str, Any], unhealed: Sequence[Result
 
 def heal_grid(results: Sequence[Result], dense: Mapping[str, Mapping[str, Any]], grid: str, cfg: HealConfig,
               results_dir: str | Path, models: Sequence[str] | None = None, second_seed: int | None = 1,
-              second_every: int = 4, device: str = "cpu", progress: bool = True) -> dict[str, Any]:
-    """Every job of ``grid``'s ``results`` not yet in the journal, model by model; returns what was done."""
+              second_every: int = 4, device: str = "cpu", progress: bool = True,
+              searchers: Sequence[str] | None = PAPER_SEARCHERS) -> dict[str, Any]:
+    """Every job of ``grid``'s ``results`` (of ``searchers``; None: every searcher's) not yet in the journal,
+    model by model; returns what was done."""
     from tqdm.auto import tqdm
 
     rows = [r for r in results if r.identity.grid == grid and r["evaluated"]
-            and (models is None or r.identity.model in models)]
+            and (models is None or r.identity.model in models)
+            and (searchers is None or r.identity.search in searchers)]
     if not rows:
         raise ValueError(f"no evaluated results of grid {grid!r}" + (f" for {', '.join(models)}" if models else ""))
     sets = distinct_sets(rows)
