@@ -11,6 +11,10 @@ from depthprune.results.schema import validate
 
 MODEL = "tiny-llama3"
 
+# One worker for the module: its session's ppl calibration (dense pass and prior) is then built once, for every test
+# that calibrates, not once per xdist worker and again by a test with a session of its own.
+pytestmark = pytest.mark.xdist_group("recipe-session")
+
 
 @pytest.fixture(scope="module")
 def session():
@@ -45,10 +49,10 @@ def test_the_result_is_the_schema_and_its_fingerprint_follows_its_settings(sessi
     assert other["fingerprint"] != result["fingerprint"]  # the seed is part of the identity
 
 
-def test_the_pruned_checkpoint_loads_with_its_blocks_removed(tmp_path):
+def test_the_pruned_checkpoint_loads_with_its_blocks_removed(session, tmp_path):
     from transformers import AutoModelForCausalLM
 
-    s = Session.open(MODEL, device="cpu", dtype="float32")
+    s = session
     calib = s.calibrate("ppl")
     outcome = calib.search("oneshot", 2)
     result = make_result(s, calib, outcome, identity(s, calib, "oneshot", 2, 0))
@@ -59,4 +63,3 @@ def test_the_pruned_checkpoint_loads_with_its_blocks_removed(tmp_path):
     ids = torch.tensor([[1, 5, 9, 13, 17]])
     with torch.no_grad():
         assert torch.allclose(loaded(ids).logits, s.model(ids).logits, atol=1e-5)
-    s.close()

@@ -16,6 +16,10 @@ from depthprune.verify.run import remeasure_lines, remeasure_summary, select_cel
 ARCHIVE = Path(__file__).resolve().parents[2] / "archive"
 CELL = "tiny-llama3-ppl-oneshot-M3"
 
+# Its runs re-measure the same cells: one model load and one scorer per condition serve them all (conftest.py's
+# shared_scorers), on one xdist worker.
+pytestmark = [pytest.mark.xdist_group("second-opinion"), pytest.mark.usefixtures("shared_scorers")]
+
 
 def table(across: float, same: float) -> dict:
     """Relative ppl bands: ``across`` for bf16 against fp32, ``same`` for bf16 against bf16."""

@@ -15,6 +15,10 @@ from depthprune.verify import remeasure
 ARCHIVE = Path(__file__).resolve().parents[2] / "archive"
 CELLS = ["tiny-llama3-ppl-oneshot-M3", "tiny-llama3-ppl-oneshot-M5"]
 
+# Its runs re-measure the same cells: one model load and one scorer per condition serve them all (conftest.py's
+# shared_scorers), on one xdist worker.
+pytestmark = [pytest.mark.xdist_group("verify-cli"), pytest.mark.usefixtures("shared_scorers")]
+
 
 def _verify(tmp_path: Path) -> tuple[int, Path]:
     report = tmp_path / "verify.json"

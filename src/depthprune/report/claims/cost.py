@@ -36,7 +36,26 @@ def ratios(r: Mapping[str, Any], workload: str) -> list[float] | None:
     return [float(x) / float(blocks_only) for x in measured["speedup"]["rounds"]]
 
 
+#: _bootstrap's draws by their inputs (the ratios' values, the size and the seed), read-only: a report judges the
+#: claim again for each threshold of its sensitivity and each firmness re-judgement, on the same ratios, and a
+#: Python loop of n_resamples draws is the claim's whole cost; at most BOOTSTRAPS_KEPT, oldest out
+_BOOTSTRAPS: dict[tuple[Any, ...], np.ndarray] = {}
+BOOTSTRAPS_KEPT = 64
+
+
 def _bootstrap(per_cell: Sequence[Sequence[float]], n_resamples: int, seed: int) -> np.ndarray:
+    """:func:`_draw`, computed once per distinct input: the same seeded draws, the same bits."""
+    key = (tuple(tuple(float(x).hex() for x in rs) for rs in per_cell), int(n_resamples), int(seed))  # -0.0 too
+    if key not in _BOOTSTRAPS:
+        boot = _draw(per_cell, n_resamples, seed)
+        boot.flags.writeable = False  # shared from now on: a caller that wrote into it would raise
+        if len(_BOOTSTRAPS) >= BOOTSTRAPS_KEPT:
+            del _BOOTSTRAPS[next(iter(_BOOTSTRAPS))]
+        _BOOTSTRAPS[key] = boot
+    return _BOOTSTRAPS[key]
+
+
+def _draw(per_cell: Sequence[Sequence[float]], n_resamples: int, seed: int) -> np.ndarray:
     """The median of r over cells, resampled: cells with replacement, and one timing round of each."""
     rng = np.random.default_rng(seed)
     out = np.empty(n_resamples)
