@@ -34,21 +34,29 @@ def _fmt(value: Any) -> str:
 
 def curve_lines(curve: Mapping[str, Any]) -> list[str]:
     grid = curve["grid"]
-    lines = [f"**`{grid}`: the healing curve.** The rule (written before it ran): {curve['rule']}", "",
+    gaps = sorted((int(t), float(g)) for t, g in curve.get("mean_gap", {}).items())
+    steps = [f"{t:,} → {t2:,}: {(g - g2) / g:.1%}" for (t, g), (t2, g2) in zip(gaps, gaps[1:]) if g > 0]
+    lines = [f"**`{grid}`: the healing curve.** The rule, written before it ran (DESIGN.md, \"Healing\"): the "
+             "budget is the first doubling that recovers less than 10% of the C4 log-perplexity gap to the dense "
+             "model that is left, else the cap the grid's time limit allows.", "",
              f"Budget: **{curve['budget']:,} tokens** ({curve['why']}); cap {curve.get('cap', 0):,} tokens "
              f"(the grid's {curve['jobs']} heals within {curve['limit_s'] / 60:.0f} min at "
              f"{_fmt(curve.get('cap_from', {}).get('tokens_per_second'))} tokens/s, measured at the first point). "
              f"The curve took {curve['seconds'] / 60:.1f} min.", "",
+             *([f"Share of the gap left that each doubling recovers: {'; '.join(steps)}; from the first point to "
+                f"the last, {(gaps[0][1] - gaps[-1][1]) / gaps[0][1]:.1%}. A share that grows with the budget means "
+                "the heal is still in its slow start at the cap, where the rule expects diminishing returns: it "
+                "then picks the first point.", ""] if steps else []),
              "| model | removed | tokens | C4 ppl | avg acc | dense C4 ppl | heal s |", "|---|---|---|---|---|---|---|"]
     for p in curve["points"]:
         lines.append(f"| {p['model']} | {p['removed']} | {p['tokens']:,} | {_fmt(p['c4_ppl'])} | {_fmt(p['avg_acc'])} "
                      f"| {_fmt(p['dense_c4_ppl'])} | {_fmt(p.get('heal_seconds'))} |")
     budget = int(curve["budget"])
-    shares = "; ".join(f"{budget / t:.2%} of {name}'s {t / 1e6:.0f} M" for name, t in LITERATURE_TOKENS.items())
+    shares = "; ".join(f"{100 * budget / t:.2g}% of {name}'s {t / 1e6:.0f} M" for name, t in LITERATURE_TOKENS.items())
     lines += ["", f"A light heal: {budget:,} tokens is {shares} tokens."]
     if grid == "tiny":
         lines[-1] += " For the tiny models, trained here, it is " + ", ".join(
-            f"{budget / t:.1%} of {m}'s {t / 1e6:.1f} M training tokens" for m, t in TINY_TRAINING_TOKENS.items()) + "."
+            f"{100 * budget / t:.2g}% of {m}'s {t / 1e6:.1f} M training tokens" for m, t in TINY_TRAINING_TOKENS.items()) + "."
     return [*lines, ""]
 
 
