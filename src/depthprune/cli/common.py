@@ -94,6 +94,18 @@ def check_destination(path: str | None, flag: str, kind: str = "file", overwrite
         raise InputError(f"{flag} {path}: cannot create files in {ancestor} ({err.strerror or err})") from None
 
 
+def model_spec(model: str) -> Any:
+    """``--model``'s :class:`~depthprune.model.registry.ModelSpec`, or the InputError (exit 2) that names the flag."""
+    from depthprune.model import WeightsUnavailable, resolve
+
+    try:
+        return resolve(model)
+    except WeightsUnavailable as err:
+        raise InputError(f"--model {model}: {err}") from None
+    except ValueError as err:
+        raise InputError(f"--model: {err}") from None
+
+
 def add_model_args(p: argparse.ArgumentParser) -> None:
     """The flags that name a model and how to load it (``prune``, ``evaluate``)."""
     from depthprune.data.profiles import PROFILES

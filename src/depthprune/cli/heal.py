@@ -15,6 +15,7 @@ from depthprune.cli.common import (
     add_model_args,
     check_destination,
     layers_arg,
+    model_spec,
     positive,
     tasks_arg,
 )
@@ -43,28 +44,32 @@ def _positive_float(text: str) -> float:
 
 
 def add_heal_args(p: argparse.ArgumentParser) -> None:
-    """The heal's flags (``heal`` and ``prune --heal``); their defaults are :class:`HealConfig`'s, with sources."""
+    """The heal's flags (``heal`` and ``prune --heal``); their defaults are :class:`~depthprune.healing.config.HealConfig`'s, with sources."""
     from depthprune.healing.config import SCHEDULES, SOURCES, HealConfig
 
     d = HealConfig(tokens=1)
+
+    def source(key: str) -> str:  # argparse formats help with %: a source's "5%" must be "5%%"
+        return SOURCES[key].replace("%", "%%")
+
     g = p.add_argument_group("healing (LoRA through PEFT, in float32; defaults: docs/healing.md)")
     g.add_argument("--heal-tokens", type=positive(1), default=None, metavar="N",
                    help="training tokens in all (the budget; default: the profile's chosen budget)")
-    g.add_argument("--lora-rank", type=positive(1), default=d.rank, help=SOURCES["rank"])
-    g.add_argument("--lora-alpha", type=positive(1), default=d.alpha, help=SOURCES["alpha"])
-    g.add_argument("--lora-dropout", type=_fraction0, default=d.dropout, help=SOURCES["dropout"])
+    g.add_argument("--lora-rank", type=positive(1), default=d.rank, help=source("rank"))
+    g.add_argument("--lora-alpha", type=positive(1), default=d.alpha, help=source("alpha"))
+    g.add_argument("--lora-dropout", type=_fraction0, default=d.dropout, help=source("dropout"))
     g.add_argument("--lora-targets", type=tasks_arg, default=(), metavar="NAME,NAME",
-                   help="the blocks' linear layers to adapt, by name (default: every one; " + SOURCES["target_modules"] + ")")
-    g.add_argument("--heal-lr", type=_positive_float, default=d.lr, help=SOURCES["lr"])
-    g.add_argument("--heal-schedule", choices=SCHEDULES, default=d.schedule, help=SOURCES["schedule"])
-    g.add_argument("--heal-warmup", type=_fraction0, default=d.warmup_ratio, help=SOURCES["warmup_ratio"])
-    g.add_argument("--heal-seq-len", type=positive(2), default=d.seq_len, help=SOURCES["seq_len"])
-    g.add_argument("--heal-batch-size", type=positive(1), default=d.batch_size, help=SOURCES["batch_size"])
+                   help="the blocks' linear layers to adapt, by name (default: every one; " + source("target_modules") + ")")
+    g.add_argument("--heal-lr", type=_positive_float, default=d.lr, help=source("lr"))
+    g.add_argument("--heal-schedule", choices=SCHEDULES, default=d.schedule, help=source("schedule"))
+    g.add_argument("--heal-warmup", type=_fraction0, default=d.warmup_ratio, help=source("warmup_ratio"))
+    g.add_argument("--heal-seq-len", type=positive(2), default=d.seq_len, help=source("seq_len"))
+    g.add_argument("--heal-batch-size", type=positive(1), default=d.batch_size, help=source("batch_size"))
     g.add_argument("--heal-seed", type=positive(0), default=d.seed, help="the heal's seed (adapters, dropout, window order)")
 
 
 def heal_config(args: argparse.Namespace, profile: str) -> Any:
-    """The :class:`HealConfig` the flags ask for; the budget defaults to the profile's chosen one."""
+    """The :class:`~depthprune.healing.config.HealConfig` the flags ask for; the budget defaults to the profile's chosen one."""
     from depthprune.healing.config import BUDGETS, HealConfig
 
     tokens = args.heal_tokens if args.heal_tokens is not None else BUDGETS.get(profile)
@@ -96,14 +101,8 @@ def check_heal_inputs(spec: Any, cfg: Any, profile: str, allow_download: bool) -
 
 def cmd_heal(args: argparse.Namespace) -> int:
     from depthprune.common.jsonio import write_json_atomic
-    from depthprune.model import WeightsUnavailable, resolve
 
-    try:
-        spec = resolve(args.model)
-    except WeightsUnavailable as err:
-        raise InputError(f"--model {args.model}: {err}") from None
-    except ValueError as err:
-        raise InputError(f"--model: {err}") from None
+    spec = model_spec(args.model)
     profile = args.profile or spec.profile
     if args.dtype not in ("auto", "float32"):
         raise InputError(f"--dtype {args.dtype}: a heal runs in float32 on every machine, so heals compare; "

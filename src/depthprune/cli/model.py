@@ -12,6 +12,7 @@ from depthprune.cli.common import (
     check_destination,
     kv_arg,
     layers_arg,
+    model_spec,
     objective_params_from_flags,
     positive,
     result_summary,
@@ -25,19 +26,14 @@ from depthprune.common.errors import InputError
 
 def cmd_prune(args: argparse.Namespace) -> int:
     from depthprune.common.jsonio import write_json_atomic
-    from depthprune.model import WeightsUnavailable, resolve, resolve_device, resolve_dtype
+    from depthprune.model import resolve_device, resolve_dtype
     from depthprune.objectives import OBJECTIVES, make_objective
     from depthprune.recipe import Session, check_budget, count_layers, identity, make_result, save_pruned
     from depthprune.results.schema import Result
     from depthprune.search import SEARCHERS, get_searcher
 
     # -- validate: everything that can be checked before loading weights (exit 2) --------
-    try:
-        spec = resolve(args.model)
-    except WeightsUnavailable as err:
-        raise InputError(f"--model {args.model}: {err}") from None
-    except ValueError as err:
-        raise InputError(f"--model: {err}") from None
+    spec = model_spec(args.model)
     if args.objective not in OBJECTIVES:
         raise InputError(f"--objective {args.objective!r} is unknown; allowed: {OBJECTIVES.allowed()}")
     if args.search not in SEARCHERS:

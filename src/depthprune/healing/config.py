@@ -1,4 +1,4 @@
-"""What a heal is: :class:`HealConfig`, its defaults and where each comes from, and its checks.
+"""What a heal is: :class:`~depthprune.healing.config.HealConfig`, its defaults and where each comes from, and its checks.
 
 The defaults follow the peers that ship a recovery step after depth pruning:
 
@@ -46,7 +46,7 @@ SOURCES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class HealConfig:
-    """One heal's settings; its :meth:`to_dict` is recorded in every healed result."""
+    """One heal's settings; its :meth:`~depthprune.healing.config.HealConfig.to_dict` is recorded in every healed result."""
 
     tokens: int  # training tokens seen in all (the budget); windows are drawn until it is spent
     method: str = "lora"

@@ -2,7 +2,7 @@
 
 PEFT does the adapter (``LoraConfig``, ``get_peft_model``, ``merge_and_unload``); this module picks its
 targets, runs the optimizer over a fixed token budget, and checks the merge: the merged model's logits
-must equal the unmerged model's within :data:`MERGE_BOUND` (PEFT users have reported the two disagreeing),
+must equal the unmerged model's within :data:`~depthprune.healing.lora.MERGE_BOUND` (PEFT users have reported the two disagreeing),
 or the heal fails instead of saving a model that is not the one trained.
 
 Deterministic for a given seed on one machine: the adapter's initialisation, its dropout and the window
@@ -30,7 +30,7 @@ MERGE_BOUND = 1e-4
 
 
 class MergeMismatch(RuntimeError):
-    """The merged model's logits are not the unmerged model's (beyond :data:`MERGE_BOUND`)."""
+    """The merged model's logits are not the unmerged model's (beyond :data:`~depthprune.healing.lora.MERGE_BOUND`)."""
 
 
 def block_linear_names(model: nn.Module) -> dict[str, list[str]]:

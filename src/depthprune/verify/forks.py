@@ -62,6 +62,7 @@ def archived_run(reference: Mapping[str, Any], archives: Iterable[str | Path]) -
     for path in paths:
         for kind, _, data in read_archive(path):
             if (kind == "result" and data.get("cell") == reference["cell"]
+                    and not (data.get("identity") or {}).get("heal")  # a healed result keeps its set and loss
                     and dtype_name((data.get("environment") or {}).get("dtype")) == reference.get("dtype")
                     and sorted(data["removed"]) == sorted(reference["removed"])
                     and data["calibration_loss"] == reference["calibration_loss"]):
