@@ -89,6 +89,14 @@ def _objective_gaps(rows: list[Result], g: Mapping[str, Any], t: Mapping[str, An
     return conds, groups, boot
 
 
+def _prepared(rows: list[Result], g: Mapping[str, Any], t: Mapping[str, Any], threshold: str):
+    """What both gap claims start from: the seed spread (over every healed row), the main seed's rows, the
+    thresholds a verdict states, and the conditions' paired solutions with their bootstrap."""
+    th = {k: t[k] for k in (threshold, "confidence", "power")}
+    main = _rows(rows, g)
+    return seed_spread(rows), main, th, _objective_gaps(main, g, t)
+
+
 def _gap(means: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(before gap, after gap) per draw: mean over searchers of margin-chosen minus ppl-chosen accuracy."""
     b = (means[..., :n] - means[..., n:2 * n]).mean(-1)
@@ -106,10 +114,7 @@ def _gap(means: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     "interval below 0", "min_ratio", ("min_ratio", *PARAMS), gist="the objective's accuracy gap survives a heal",
     rules=(Rule("ratio", "min_ratio", "CI low ≥ {}, healed gap CI low > 0"),), reads_healed=True, select=_select))
 def judge_heal_objective(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
-    spread = seed_spread(rows)
-    rows = _rows(rows, g)
-    th = {k: t[k] for k in ("min_ratio", "confidence", "power")}
-    conds, groups, boot = _objective_gaps(rows, g, t)
+    spread, rows, th, (conds, groups, boot) = _prepared(rows, g, t, "min_ratio")
     if not conds:
         return verdict("heal-objective", grid, None, {"healed_gap": None, "ratio": None}, th, 0, 0,
                        "no (model, budget) healed under both objectives with per-item outcomes")
@@ -157,10 +162,7 @@ def judge_heal_objective(grid: str, rows: list[Result], t: Mapping[str, Any], g:
     "max_ratio", ("max_ratio", *PARAMS), gist="search still buys little after a heal",
     rules=(Rule("ratio", "max_ratio", "CI high ≤ {}"),), reads_healed=True, select=_select))
 def judge_heal_search(grid: str, rows: list[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> Verdict:
-    spread = seed_spread(rows)
-    rows = _rows(rows, g)
-    th = {k: t[k] for k in ("max_ratio", "confidence", "power")}
-    conds, groups, boot = _objective_gaps(rows, g, t)
+    spread, rows, th, (conds, groups, boot) = _prepared(rows, g, t, "max_ratio")
     ratios, draws, details = [], [], []
     for ((model, budget), both), sols, (means, _) in zip(conds, groups, boot):
         n = len(both)
