@@ -22,16 +22,6 @@ def rows(profile):
     return jsonio.read_jsonl(build.OUT[profile] / build.TRAIN)
 
 
-def strings(value):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from strings(v)
-
 
 def json_values(path):
     return jsonio.read_jsonl(path) if path.suffix == ".jsonl" else [json.loads(path.read_text(encoding="utf-8"))]
@@ -66,7 +56,7 @@ def test_the_tiny_text_shares_no_paragraph_with_calibration_or_evaluation():
     def paragraphs(text):
         return {" ".join(b.split()) for b in re.split(r"\n\s*\n", text) if len(b.split()) >= 8}
 
-    reference = {p for f in files for v in json_values(f) for s in strings(v) for p in paragraphs(s)}
+    reference = {p for f in files for v in json_values(f) for s in build.json_strings(v) for p in paragraphs(s)}
     healing = {p for r in rows("tiny") for p in paragraphs(r["text"])}
     assert reference and healing and not reference & healing
 
@@ -98,7 +88,7 @@ def test_the_real_text_shares_no_13_gram_with_the_real_profile():
     profile = set()
     for f in files:
         for v in json_values(f):
-            for s in strings(v):
+            for s in build.json_strings(v):
                 profile |= grams(words(s))
     assert len(profile) > 100_000
     for r in rows("real"):

@@ -81,16 +81,16 @@ def _paragraphs(text: str) -> list[str]:
     return [p for p in (_normal(b) for b in re.split(r"\n\s*\n", text)) if p]
 
 
-def _strings(obj: Any) -> Iterator[str]:
+def json_strings(obj: Any) -> Iterator[str]:
     """Every string inside a JSON value (keys excluded)."""
     if isinstance(obj, str):
         yield obj
     elif isinstance(obj, dict):
         for value in obj.values():
-            yield from _strings(value)
+            yield from json_strings(value)
     elif isinstance(obj, list):
         for value in obj:
-            yield from _strings(value)
+            yield from json_strings(value)
 
 
 def _json_values(path: Path) -> list[Any]:
@@ -107,7 +107,7 @@ def tiny_reference_files() -> list[Path]:
 
 def tiny_reference_paragraphs() -> set[str]:
     """Every whitespace-normalised paragraph of >= 8 words in :func:`tiny_reference_files`."""
-    return {p for f in tiny_reference_files() for value in _json_values(f) for s in _strings(value)
+    return {p for f in tiny_reference_files() for value in _json_values(f) for s in json_strings(value)
             for p in _paragraphs(s) if len(p.split()) >= MIN_WORDS}
 
 
@@ -303,7 +303,7 @@ def real_reference(files: Iterable[Path] | None = None) -> tuple[set[str], dict[
     short: dict[int, set[str]] = {}
     for f in real_reference_files() if files is None else files:
         for value in _json_values(f):
-            for s in [*_strings(value), *_completions(value)]:
+            for s in [*json_strings(value), *_completions(value)]:
                 ws = words(s)
                 grams |= ngrams(ws)
                 if MIN_WORDS <= len(ws) < NGRAM:

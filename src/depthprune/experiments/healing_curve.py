@@ -161,7 +161,7 @@ class _ModelPoints:
     def point(self, removed: tuple[int, ...], tokens: int) -> dict[str, Any]:
         from depthprune.evaluation.evaluate import evaluate
         from depthprune.healing.config import HealConfig
-        from depthprune.healing.pruned import heal_removed
+        from depthprune.healing.pruned import evaluate_healed, heal_removed
         from depthprune.recipe import Session
 
         path = _point(self.out, self.model, removed, tokens)
@@ -177,8 +177,7 @@ class _ModelPoints:
             cfg = HealConfig(tokens=tokens)
             healed, report = heal_removed(s, removed, cfg, self.texts, self.data,
                                           progress=False if self.quiet else f"{self.model} {removed} {tokens}")
-            ev = evaluate(healed, s.tokenizer, self.model, [], s.profile, self.eval_cfg,
-                          weights=f"{s.weights}+heal:{cfg.tag}")
+            ev = evaluate_healed(s, healed, report, self.eval_cfg)
             record.update(heal_seconds=report.seconds, tokens_per_second=report.tokens_per_second,
                           losses=report.losses)
         record.update(metrics=ev.metrics, item_outcomes=ev.items, window_nll=ev.windows, eval_seconds=ev.seconds)

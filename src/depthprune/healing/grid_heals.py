@@ -23,7 +23,7 @@ from depthprune.data.healing_text import healing_fingerprint, healing_texts
 from depthprune.data.protocol import EvalConfig
 from depthprune.evaluation.evaluate import EvalResult, evaluate
 from depthprune.healing.config import HealConfig
-from depthprune.healing.pruned import heal_removed, healed_result
+from depthprune.healing.pruned import evaluate_healed, heal_removed, healed_result
 from depthprune.recipe import Session
 from depthprune.results.schema import Result
 
@@ -102,8 +102,7 @@ def run_job(session: Session, job: HealJob, cfg: HealConfig, eval_cfg: EvalConfi
     job_cfg = replace(cfg, seed=job.seed)
     model, report = heal_removed(session, job.removed, job_cfg, texts, data, progress=f"heal {job.key}" if progress
                                  else False)
-    after = evaluate(model, session.tokenizer, session.spec.id, [], session.profile, eval_cfg, cache_dir=None,
-                     weights=f"{session.weights}+heal:{job_cfg.tag}")
+    after = evaluate_healed(session, model, report, eval_cfg)
     del model
     return {"job": asdict(job), "model": session.spec.id, "weights": session.weights, "heal": job_cfg.tag,
             "healing": report.to_dict(), "healing_data": dict(data), "before_float32": _evaluation_record(before),

@@ -109,8 +109,9 @@ def heal(model: nn.Module, windows: torch.Tensor, cfg: HealConfig, progress: boo
     need = cfg.steps * cfg.batch_size
     if windows.shape[0] < need or windows.shape[1] != cfg.seq_len:
         raise ValueError(f"healing: need {need} windows of {cfg.seq_len} tokens, got {tuple(windows.shape)}")
-    targets = resolve_targets(block_linear_names(model), cfg.target_modules)
-    names = [n for kind, full in sorted(block_linear_names(model).items()) if kind in targets for n in full]
+    linear = block_linear_names(model)
+    targets = resolve_targets(linear, cfg.target_modules)
+    names = [n for kind, full in sorted(linear.items()) if kind in targets for n in full]
     device = next(model.parameters()).device
     # torch's thread count set explicitly, even to the count it has: a process left at its default (2 on 2 cores)
     # and one that set 2 healed the CI set to probe NLLs that differ in the last bits (measured 2026-12-06), so a

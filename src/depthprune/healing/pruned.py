@@ -48,9 +48,10 @@ def heal_removed(session: Session, removed: Sequence[int], cfg: HealConfig, text
 
 
 def evaluate_healed(session: Session, model: nn.Module, report: HealReport, cfg: Any) -> EvalResult:
-    """The grid's own evaluation of a healed model (never cached: the cache is keyed by the loaded weights)."""
+    """The grid's own evaluation of a healed model (never cached; its weights named the loaded ones + the heal)."""
+    tag = HealConfig.from_dict(report.config).tag
     return evaluate(model, session.tokenizer, session.spec.id, [], session.profile, cfg, cache_dir=None,
-                    weights=f"{session.weights}+heal:{report.config['method']}")
+                    weights=f"{session.weights}+heal:{tag}")
 
 
 def healed_result(unhealed: Mapping[str, Any], report: HealReport, evaluation: EvalResult | None,
