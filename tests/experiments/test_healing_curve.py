@@ -1,5 +1,6 @@
 """The healing curve's rule, on gaps made up to sit on each side of it: the budget is the first doubling that
-recovers less than 10% of the gap left, a heal that reaches the dense model stops it, and the cap bounds it."""
+recovers less than 10% of the gap left once the returns diminish, a heal that reaches the dense model stops it,
+and the cap bounds it."""
 
 from __future__ import annotations
 
@@ -8,14 +9,25 @@ from depthprune.results.schema import validate
 from tests.fixtures import result_v2
 
 
-def test_the_budget_is_the_first_doubling_that_recovers_under_a_tenth_of_the_gap_left():
+def test_the_budget_is_the_first_doubling_that_recovers_under_a_tenth_of_the_gap_left_as_returns_diminish():
     gaps = {4096: 1.0, 8192: 0.6, 16384: 0.4, 32768: 0.37, 65536: 0.36}
-    assert choose_budget(gaps, cap=65536)[0] == 16384  # 0.4 -> 0.37 recovers 7.5% < 10%
+    assert choose_budget(gaps, cap=65536)[0] == 16384  # 40%, 33%, then 0.4 -> 0.37 recovers 7.5% < 10%
     assert choose_budget({**gaps, 32768: 0.35}, cap=65536)[0] == 32768  # 12.5% at 16384; 0.35 -> 0.36 at 32768
     assert choose_budget({4096: 1.0, 8192: 0.5, 16384: 0.25}, cap=16384) == (
-        16384, "no doubling below the cap 16384 recovered less than 10% of the gap left: the cap")
+        16384, "no doubling below the cap 16384 recovered less than 10% of the gap left with the returns "
+               "diminishing: the cap")
     assert choose_budget({4096: 0.5, 8192: -0.01, 16384: -0.02}, cap=16384)[0] == 8192
     assert choose_budget(gaps, cap=8192)[0] == 8192  # the points past the cap are not read
+
+
+def test_a_curve_whose_returns_still_grow_is_not_cut_where_it_starts():
+    # the tiny curve of record (archive/healing-curve-tiny.json): each doubling recovers 0.8%, 1.7%, 3.4%, 7.7%
+    rising = {4096: 0.390, 8192: 0.387, 16384: 0.380, 32768: 0.367, 65536: 0.339}
+    assert choose_budget(rising, cap=65536)[0] == 65536
+    # the first point has no doubling before it to show diminishing returns: it never ends the curve alone
+    assert choose_budget({4096: 1.0, 8192: 0.99, 16384: 0.5}, cap=16384)[0] == 16384
+    # once the returns fall, a share under 10% ends it
+    assert choose_budget({**rising, 65536: 0.35, 131072: 0.349}, cap=131072)[0] == 65536
 
 
 def test_the_cap_is_the_largest_doubling_whose_heals_fit_the_limit():

@@ -13,9 +13,12 @@ THE RULE, written before any curve ran (DESIGN.md, "Healing"):
   second seed's subset; :func:`depthprune.healing.grid_heals.plan_jobs`) and their two evaluations each fit the
   grid's time limit (``--limit``: tiny 45 min, real 6 h) at the heal throughput and evaluation time this curve
   measures at its first point;
-* the budget: with g(T) the mean over the sets of log C4 ppl healed at T minus the dense model's, the first T
-  where one more doubling recovers less than 10% of the gap that remains, g(T) - g(2T) < 0.10 g(T), or where
-  g(T) <= 0; the cap where no point qualifies.
+* the budget: with g(T) the mean over the sets of log C4 ppl healed at T minus the dense model's, and
+  r(T) = (g(T) - g(2T)) / g(T) the share of the gap left that one more doubling recovers, the first T where
+  r(T) < 10% while the returns diminish, r(T) <= r(T/2), or where g(T) <= 0; the cap where no point qualifies.
+  (Revised 2026-12-07, after the tiny curve was read: as first written it took the first r(T) < 10% and so
+  picked 4,096 tokens, four optimizer steps, on a curve whose every doubling recovered more than the one
+  before. Its premise, returns that diminish from the first point, is now a condition it checks. DESIGN.md.)
 
 Each point is journaled (``points/<model>-<set>-t<T>.json``, written when its evaluation is done): a stopped
 curve resumes with the points left.
@@ -34,6 +37,10 @@ from depthprune.common.jsonio import read_json, write_json_atomic
 
 START_TOKENS = 2 ** 12
 SHARE = 0.10  # a doubling that recovers less than this share of the remaining gap ends the curve's budget
+#: the rule's revision (module docstring) and the grids whose curves were read before it: their budgets under
+#: it are not blind choices, and REPORT says so
+REVISION = {"date": "2026-12-07", "what": "the share must have stopped growing, r(T) <= r(T/2)",
+            "curves_read_before": ["tiny"]}
 LIMITS = {"tiny": 45 * 60, "real": 6 * 3600}
 
 
@@ -57,16 +64,21 @@ def gap(c4_ppl: float, dense_c4_ppl: float) -> float:
 
 
 def choose_budget(gaps: Mapping[int, float], cap: int) -> tuple[int, str]:
-    """The rule's budget from the mean gap at each point (tokens -> g(T)), and why."""
+    """The rule's budget from the mean gap at each point (tokens -> g(T)), and why: the first doubling that
+    recovers less than ``SHARE`` of the gap left once the returns diminish (module docstring)."""
     points = sorted(t for t in gaps if t <= cap)
+    before: float | None = None  # r at the previous point
     for t, nxt in zip(points, points[1:]):
         g, g2 = gaps[t], gaps[nxt]
         if g <= 0:
             return t, f"g({t}) = {g:.4f} <= 0: the heal already matches the dense model"
-        if g - g2 < SHARE * g:
+        share = (g - g2) / g
+        if share < SHARE and before is not None and share <= before:
             return t, (f"doubling {t} -> {nxt} recovers {g - g2:.4f} of the {g:.4f} left "
-                       f"({(g - g2) / g:.1%} < {SHARE:.0%})")
-    return cap, f"no doubling below the cap {cap} recovered less than {SHARE:.0%} of the gap left: the cap"
+                       f"({share:.1%} < {SHARE:.0%}, and no more than the doubling before: {before:.1%})")
+        before = share
+    return cap, (f"no doubling below the cap {cap} recovered less than {SHARE:.0%} of the gap left with the returns "
+                 "diminishing: the cap")
 
 
 def cap_tokens(n_jobs: int, tokens_per_second: float, eval_seconds: float, limit_s: float,
@@ -112,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     n_jobs = len(plan_jobs(distinct_sets([r for r in results if r.identity.search in PAPER_SEARCHERS])))
     summary: dict[str, Any] = {"grid": args.grid, "rule": __doc__.split("THE RULE")[1].split("Each point")[0].strip(),
                                "sets": {m: [list(s) for s in v] for m, v in sets.items()}, "jobs": n_jobs,
-                               "limit_s": limit, "points": []}
+                               "revision": REVISION, "limit_s": limit, "points": []}
     cap: int | None = None
     start = time.perf_counter()
     for model, model_sets in sets.items():

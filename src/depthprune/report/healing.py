@@ -36,17 +36,27 @@ def curve_lines(curve: Mapping[str, Any]) -> list[str]:
     grid = curve["grid"]
     gaps = sorted((int(t), float(g)) for t, g in curve.get("mean_gap", {}).items())
     steps = [f"{t:,} → {t2:,}: {(g - g2) / g:.1%}" for (t, g), (t2, g2) in zip(gaps, gaps[1:]) if g > 0]
-    lines = [f"**`{grid}`: the healing curve.** The rule, written before it ran (DESIGN.md, \"Healing\"): the "
-             "budget is the first doubling that recovers less than 10% of the C4 log-perplexity gap to the dense "
-             "model that is left, else the cap the grid's time limit allows.", "",
+    revision = curve.get("revision")
+    if revision is None:  # a curve judged by the rule as first written
+        rule = ("The rule, written before it ran (DESIGN.md, \"Healing\"): the budget is the first doubling that "
+                "recovers less than 10% of the C4 log-perplexity gap to the dense model that is left, else the cap "
+                "the grid's time limit allows.")
+    else:
+        read_before = grid in revision.get("curves_read_before", [])
+        rule = ("The rule (DESIGN.md, \"Healing\"): the budget is the first doubling that recovers less than 10% of "
+                "the C4 log-perplexity gap to the dense model that is left once that share has stopped growing, "
+                "else the cap the grid's time limit allows. Written before any curve ran; revised "
+                f"{revision['date']} ({revision['what']}) "
+                + ("after this curve was read, so this budget is not a blind choice: as first written the rule "
+                   "picked the first point." if read_before else "before this curve ran."))
+    lines = [f"**`{grid}`: the healing curve.** {rule}", "",
              f"Budget: **{curve['budget']:,} tokens** ({curve['why']}); cap {curve.get('cap', 0):,} tokens "
              f"(the grid's {curve['jobs']} heals within {curve['limit_s'] / 60:.0f} min at "
              f"{_fmt(curve.get('cap_from', {}).get('tokens_per_second'))} tokens/s, measured at the first point). "
              f"The curve took {curve['seconds'] / 60:.1f} min.", "",
              *([f"Share of the gap left that each doubling recovers: {'; '.join(steps)}; from the first point to "
                 f"the last, {(gaps[0][1] - gaps[-1][1]) / gaps[0][1]:.1%}. A share that grows with the budget means "
-                "the heal is still in its slow start at the cap, where the rule expects diminishing returns: it "
-                "then picks the first point.", ""] if steps else []),
+                "the heal is still in its slow start.", ""] if steps else []),
              "| model | removed | tokens | C4 ppl | avg acc | dense C4 ppl | heal s |", "|---|---|---|---|---|---|---|"]
     for p in curve["points"]:
         lines.append(f"| {p['model']} | {p['removed']} | {p['tokens']:,} | {_fmt(p['c4_ppl'])} | {_fmt(p['avg_acc'])} "
