@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from depthprune.verify.remeasure import BY_PRECISION, CI, FAILED, remeasure
+from depthprune.results.schema import calibration_of
+from depthprune.verify import remeasure as remeasure_module
+from depthprune.verify.bands import numeric_class
+from depthprune.verify.remeasure import BY_PRECISION, CI, FAILED, remeasure, second_check
+from depthprune.verify.replay import FAILED as REPLAY_FAILED
+from depthprune.verify.replay import replay
 from depthprune.verify.run import remeasure_lines, remeasure_summary, select_cells
 
 ARCHIVE = Path(__file__).resolve().parents[2] / "archive"
@@ -60,3 +65,36 @@ def test_a_cell_that_fails_in_both_precisions_stays_failed(cell):
 def test_no_second_opinion_when_asked_not_to(cell):
     got = check(cell, across=-1.0, same=1.0, second_opinion=False)
     assert got.status == FAILED and got.second is None
+
+
+def test_a_second_opinion_whose_sets_failed_is_not_evaluated(cell, monkeypatch):
+    """Its evaluation could not lift the failure, so it is not run; one whose sets verify is evaluated."""
+    [result] = cell
+    assert replay(result).status != REPLAY_FAILED
+    evaluated = []
+    monkeypatch.setattr(remeasure_module.ev, "measure_here", lambda *a, **k: evaluated.append(a) or None)
+    monkeypatch.setattr(remeasure_module.ev, "check_evaluation", lambda *a, **k: remeasure_module.ev.EvalCheck())
+
+    class Opinion:  # a second session whose every loss is far from the record, or equal to it
+        here_class, session = "bf16/amx", None
+
+        def __init__(self, far: bool) -> None:
+            self.far = far
+
+        def scorer(self, key):
+            recorded = remeasure_module.run_losses(result)
+
+            class Scorer:
+                def prefetch(self, sets):
+                    pass
+
+                def many(self_, sets):
+                    return [recorded[s] + (1e3 if self.far else 0.0) for s in sets]
+            return Scorer()
+
+    bands = table(across=1.0, same=1.0)
+    failed = second_check(Opinion(far=True), result, calibration_of(result), bands, 0, CI, evaluate=True)
+    assert failed.status == FAILED and failed.evaluation is None and not evaluated
+    verified = second_check(Opinion(far=False), result, calibration_of(result), bands, 0, CI, evaluate=True)
+    assert verified.status != FAILED and len(evaluated) == 1
+    assert numeric_class(result["environment"]) == failed.recorded_class
