@@ -152,9 +152,7 @@ def pytest_generate_tests(metafunc):
             if (models and cell.model not in models) or (objectives and cell.objective not in objectives):
                 continue
             marks = [getattr(pytest.mark, m) for m in grid.markers]
-            # one group per model and objective (they share a calibration and a prior): 6 groups of
-            # the tiny grid keep 2 workers busy to the end, where 3 model groups left one idle ~9 min
-            marks.append(pytest.mark.xdist_group(f"{grid.name}/{cell.group}"))
+            marks.append(pytest.mark.xdist_group(cell_group(config, grid, cell)))
             if grid.ci_cells is not None and cell.id not in grid.ci_cells:
                 marks.append(pytest.mark.grid_extra)
             # a slice repeats its main grid's cell ids: name the slice in its test ids, or pytest would number them
@@ -196,10 +194,21 @@ def pytest_collection_modifyitems(config, items):
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
-    _longest_groups_first(items, config.getoption("--cases"))
+    _longest_groups_first(items, config, config.getoption("--cases"))
 
 
-def _longest_groups_first(items, cases_dir: str) -> None:
+def cell_group(config, grid, cell) -> str:
+    """A grid cell's xdist group. A whole grid (``--full-grid``): one group per model and objective (they share a
+    calibration and a prior): 6 groups of the tiny grid keep 2 workers busy to the end, where 3 model groups left
+    one idle ~9 min. The CI slices: one group per model, whatever the grid, so that one worker loads it and
+    evaluates its dense model once (the runner keeps the session across grids; tiny-qwen3's ppl and margin cells,
+    tiny-llama3's tiny and controls cells)."""
+    if config.getoption("--full-grid"):
+        return f"{grid.name}/{cell.group}"
+    return f"model/{cell.model}"
+
+
+def _longest_groups_first(items, config, cases_dir: str) -> None:
     """Grid cells in groups, longest group first (recorded durations: depthprune.grid.schedule),
     so that --dist loadgroup's hand-out keeps every worker busy to the end."""
     from depthprune.grid.schedule import estimate, load_durations, longest_first
@@ -212,7 +221,7 @@ def _longest_groups_first(items, cases_dir: str) -> None:
         grid, cell = spec.params["grid_cell"]
         if grid.name not in per_grid:
             per_grid[grid.name] = estimate(grid.cells(), load_durations(grid.name, cases_dir))
-        group_of[i], seconds_of[i] = f"{grid.name}/{cell.group}", per_grid[grid.name][cell.id]
+        group_of[i], seconds_of[i] = cell_group(config, grid, cell), per_grid[grid.name][cell.id]
     if len(set(group_of.values())) > 1:
         items[:] = longest_first(items, group_of, seconds_of)
 

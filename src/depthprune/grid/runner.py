@@ -2,7 +2,7 @@
 
 A cell is :mod:`depthprune.recipe` with the case file's settings: the :class:`GridRunner`
 keeps one :class:`~depthprune.recipe.Session` (a loaded model) at a time, so a model's
-cells share the load, the calibration batches, the dense pass and the single-removal
+cells share the load (whatever their grid, where device, dtype and batch size agree), the calibration batches, the dense pass and the single-removal
 prior of each objective, and one memo of every loss any of its searches computed (greedy
 at M=9 re-uses greedy at M=7's path); each cell's cost is still counted as if it ran alone.
 Searchers that agree share one evaluation through the on-disk evaluation cache.
@@ -102,19 +102,21 @@ class GridRunner:
         self.redo = redo
         self.stand_in = stand_in  # a rehearsal runner: runs stand-ins only, into a directory of their own
         store_enabled()  # ValueError now, before any model loads, for a DEPTHPRUNE_SCORE_STORE it does not know
-        self._session: tuple[str, str, Session] | None = None
+        self._session: tuple[tuple[str, str, str, int], Session] | None = None
         self._dense: dict[tuple[str, str], Any] = {}
         self.ran: list[str] = []
         self.resumed: list[str] = []
 
     def session(self, grid: Grid, model_id: str) -> Session:
-        if self._session is None or self._session[:2] != (grid.name, model_id):
+        """The loaded model for ``grid``'s cells of ``model_id``: kept for the next cell that opens it on the
+        same device, dtype and batch size, whatever its grid (CI's tiny and controls slices share tiny-llama3's)."""
+        key = (model_id, cell_device(grid, self.device), grid.dtype, grid.batch_size)
+        if self._session is None or self._session[0] != key:
             self.close()
-            session = Session.open(model_id, device=cell_device(grid, self.device), dtype=grid.dtype,
-                                   batch_size=grid.batch_size)
+            session = Session.open(model_id, device=key[1], dtype=grid.dtype, batch_size=grid.batch_size)
             session.store_path = self.score_store()
-            self._session = (grid.name, model_id, session)
-        return self._session[2]
+            self._session = (key, session)
+        return self._session[1]
 
     def eval_cache(self) -> Path:
         """One cache for every grid of this results directory (its keys hold all the evaluation's inputs,
@@ -187,5 +189,5 @@ class GridRunner:
 
     def close(self) -> None:
         if self._session is not None:
-            self._session[2].close()
+            self._session[1].close()
             self._session = None
