@@ -3,6 +3,7 @@ with only the jobs left, and healed results that only a healed reader sees."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from pathlib import Path
 
@@ -72,3 +73,25 @@ def test_a_grid_heal_resumes_with_the_jobs_left_and_only_healed_readers_see_it(g
     again = heal_grid(results, {}, "g", cfg, out, second_seed=None, progress=False)
     assert again["resumed"] == 1 and again["run"] == n_sets
     assert asdict(HealJob("m", (1,), 0))["removed"] == (1,)
+
+
+def test_a_second_seed_reuses_its_sets_evaluation_before_healing(grid_results, monkeypatch):
+    """The unhealed set's float32 evaluation is evaluated once per set, whatever the number of seeds healing it."""
+    from depthprune.healing import grid_heals
+
+    root, results = grid_results
+    monkeypatch.chdir(root)
+    monkeypatch.setenv(healing_text.ENV, str(write_jsonl(root / "heal.jsonl", random_text(30, 50))))
+    calls = []
+    real = grid_heals.evaluate
+    monkeypatch.setattr(grid_heals, "evaluate", lambda *a, **k: calls.append(a[3]) or real(*a, **k))
+    out = root / "two-seeds"
+    n_sets = len(next(iter(distinct_sets(results).values())))
+    done = heal_grid(results, {}, "g", HealConfig(tokens=128, seq_len=32), out, second_seed=1, second_every=1,
+                     progress=False)
+    assert done["run"] == 2 * (n_sets + 1) and len(calls) == n_sets + 1
+    records = [json.loads(p.read_text()) for p in sorted((out / f"g{HEALED_SUFFIX}" / "heals").glob("*.json"))]
+    by_set: dict = {}
+    for r in records:
+        by_set.setdefault(tuple(r["job"]["removed"]), []).append(r["before_float32"])
+    assert all(len(v) == 2 and v[0] == v[1] for v in by_set.values())

@@ -31,3 +31,20 @@ def test_the_comparison_tells_a_different_heal(record):
                                                            "reference's kernels")
     other = {**record, "environment": {**record["environment"], "kernels": {}}}
     assert reference.compare(record, other)[0] == "skip"
+
+
+def test_the_ci_heal_runs_at_its_own_thread_count_and_gives_the_process_its_own_back(record):
+    import torch
+
+    assert record["environment"]["kernels"]["fingerprint"]["threads"] == reference.THREADS
+    assert torch.get_num_threads() == record_threads[0]
+
+
+record_threads: list[int] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _threads_before():
+    import torch
+
+    record_threads.append(torch.get_num_threads())

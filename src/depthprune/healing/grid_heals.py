@@ -95,17 +95,20 @@ def eval_config_of(result: Mapping[str, Any]) -> EvalConfig:
 
 
 def run_job(session: Session, job: HealJob, cfg: HealConfig, eval_cfg: EvalConfig, texts: Sequence[str],
-            data: Mapping[str, Any], progress: bool) -> dict[str, Any]:
-    """Heal one job and evaluate it before and after, in float32; the journal record."""
-    before = evaluate(session.model, session.tokenizer, session.spec.id, list(job.removed), session.profile,
-                      eval_cfg, cache_dir=None, weights=session.weights)
+            data: Mapping[str, Any], progress: bool, before: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Heal one job and evaluate it before and after, in float32; the journal record. ``before``: the set's
+    evaluation before healing as another seed's job of it recorded it (the same float32 evaluation of the same
+    unhealed model on this session), so a second seed does not evaluate it again."""
+    before_record = dict(before) if before is not None else _evaluation_record(evaluate(
+        session.model, session.tokenizer, session.spec.id, list(job.removed), session.profile, eval_cfg,
+        cache_dir=None, weights=session.weights))
     job_cfg = replace(cfg, seed=job.seed)
     model, report = heal_removed(session, job.removed, job_cfg, texts, data, progress=f"heal {job.key}" if progress
                                  else False)
     after = evaluate_healed(session, model, report, eval_cfg)
     del model
     return {"job": asdict(job), "model": session.spec.id, "weights": session.weights, "heal": job_cfg.tag,
-            "healing": report.to_dict(), "healing_data": dict(data), "before_float32": _evaluation_record(before),
+            "healing": report.to_dict(), "healing_data": dict(data), "before_float32": before_record,
             "after": _evaluation_record(after), "finished": True}
 
 
@@ -166,15 +169,18 @@ def heal_grid(results: Sequence[Result], dense: Mapping[str, Mapping[str, Any]],
         if session is not None and session.weights != first.identity.weights:
             raise ValueError(f"{model}: the loaded weights {session.weights} are not the results' "
                              f"{first.identity.weights}: a heal must start from the model that was pruned")
+        befores: dict[tuple[int, ...], Mapping[str, Any]] = {}  # each set's evaluation before healing, once
         for job in [j for j in jobs if j.model == model]:
             path = journal_path(out, job, replace(cfg, seed=job.seed))
             record = read_journal(path)
             if record is None:
                 assert session is not None
-                record = run_job(session, job, cfg, eval_config_of(first), texts, data, progress)
+                record = run_job(session, job, cfg, eval_config_of(first), texts, data, progress,
+                                 before=befores.get(job.removed))
                 write_json_atomic(path, record)
                 done["run"] += 1
                 bar.update(1)
+            befores.setdefault(job.removed, record["before_float32"])
             unhealed = sets[model].get(job.removed, [])
             done["written"] += len(write_healed(out, record, unhealed, dense.get(model), device))
         if session is not None:

@@ -2,8 +2,9 @@
 
     depthprune measure healing-reference            # writes reference/healing/<model>-<set>.json
 
-The heal is deterministic on one machine, so where this machine's float32 kernels are the reference's (the kernel
-fingerprints of :mod:`depthprune.model.kernel_identity` match) the check is exact: every step's training loss, and
+The heal is deterministic on one machine at one thread count (it runs at :data:`THREADS`, whatever the process's),
+so where this machine's float32 kernels are the reference's (the kernel fingerprints of
+:mod:`depthprune.model.kernel_identity` match, thread count included) the check is exact: every step's training loss, and
 the healed model's mean NLL on each of a few validation windows, bit for bit. Where they differ no band has been
 measured for healing (the forward bands of :mod:`depthprune.verify.bands` are for a forward, not for a training
 run whose rounding compounds over its steps), so the check skips and says so instead of borrowing one.
@@ -24,6 +25,9 @@ MODEL = "tiny-llama3"
 REMOVED = (2, 6, 9)
 CONFIG = HealConfig(tokens=4096, seq_len=256, batch_size=4, seed=0)
 PROBE_WINDOWS = 8  # validation windows of 256 tokens whose NLL the healed model is checked on
+#: the heal's torch thread count, whatever the process's: the kernel fingerprint holds the count (a 2-thread
+#: reference never matched CI's 1-thread xdist workers, so CI healed and then skipped, 2026-12-07)
+THREADS = 1
 FOLDER = Path(layout.REFERENCE) / "healing"
 
 
@@ -41,16 +45,21 @@ def heal_record() -> dict[str, Any]:
     from depthprune.recipe import Session
     from depthprune.results.provenance import environment
 
-    session = Session.open(MODEL, device="cpu", dtype="float32")
-    texts = healing_texts(session.profile.name)
-    model, report = heal_removed(session, REMOVED, CONFIG, texts, healing_fingerprint(session.profile.name))
-    windows = eval_windows(load_texts(session.profile.source("c4_validation")), session.tokenizer, CONFIG.seq_len,
-                           " ", max_windows=PROBE_WINDOWS)[0]
-    with torch.no_grad():
-        logits = model(input_ids=windows).logits[:, :-1].float()
-        nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), windows[:, 1:], reduction="none").mean(1)
-    return {"model": MODEL, "removed": list(REMOVED), "config": CONFIG.to_dict(), "losses": report.losses,
-            "probe_nll": [float(x) for x in nll], "environment": environment("cpu", "torch.float32")}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(THREADS)
+    try:
+        session = Session.open(MODEL, device="cpu", dtype="float32")
+        texts = healing_texts(session.profile.name)
+        model, report = heal_removed(session, REMOVED, CONFIG, texts, healing_fingerprint(session.profile.name))
+        windows = eval_windows(load_texts(session.profile.source("c4_validation")), session.tokenizer, CONFIG.seq_len,
+                               " ", max_windows=PROBE_WINDOWS)[0]
+        with torch.no_grad():
+            logits = model(input_ids=windows).logits[:, :-1].float()
+            nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), windows[:, 1:], reduction="none").mean(1)
+        return {"model": MODEL, "removed": list(REMOVED), "config": CONFIG.to_dict(), "losses": report.losses,
+                "probe_nll": [float(x) for x in nll], "environment": environment("cpu", "torch.float32")}
+    finally:
+        torch.set_num_threads(threads)
 
 
 def compare(record: dict[str, Any], reference: dict[str, Any]) -> tuple[str, str]:
