@@ -97,6 +97,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="the curve's folder (points/, curve.json)")
     p.add_argument("--limit", type=float, default=None, help="the grid heal's time limit in seconds (default: tiny "
                    "45 min, real 6 h)")
+    p.add_argument("--archive", metavar="DIR", default=None,
+                   help="also copy curve.json to DIR/healing-curve-<grid>.json, where depthprune report reads it")
     p.add_argument("--models", default=None, help="only these models, comma-separated")
     p.add_argument("--quiet", action="store_true")
 
@@ -149,9 +151,14 @@ def run(args: argparse.Namespace) -> int:
             by_tokens.setdefault(p["tokens"], []).append(gap(p["c4_ppl"], p["dense_c4_ppl"]))
     gaps = {t: sum(v) / len(v) for t, v in by_tokens.items() if len(v) == sum(len(s) for s in sets.values())}
     budget, why = choose_budget(gaps, cap or START_TOKENS)
+    # seconds: this invocation's wall time (a resumed curve reads its points from the journal); points_seconds:
+    # the points' own heals and evaluations, each timed when it ran, whichever run that was
+    points_seconds = sum((p.get("heal_seconds") or 0.0) + (p.get("eval_seconds") or 0.0) for p in summary["points"])
     summary.update(mean_gap={str(t): g for t, g in sorted(gaps.items())}, budget=budget, why=why,
-                   seconds=round(time.perf_counter() - start, 1))
+                   seconds=round(time.perf_counter() - start, 1), points_seconds=round(points_seconds, 1))
     write_json_atomic(out / "curve.json", summary)
+    if args.archive:
+        write_json_atomic(Path(args.archive) / f"healing-curve-{args.grid}.json", summary)
     print(f"healing curve {args.grid}: budget {budget} tokens ({why}); cap {cap}; {len(summary['points'])} points "
           f"in {summary['seconds']:.0f} s")
     for t, g in sorted(gaps.items()):

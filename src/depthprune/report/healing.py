@@ -53,7 +53,8 @@ def curve_lines(curve: Mapping[str, Any]) -> list[str]:
              f"Budget: **{curve['budget']:,} tokens** ({curve['why']}); cap {curve.get('cap', 0):,} tokens "
              f"(the grid's {curve['jobs']} heals within {curve['limit_s'] / 60:.0f} min at "
              f"{_fmt(curve.get('cap_from', {}).get('tokens_per_second'))} tokens/s, measured at the first point). "
-             f"The curve took {curve['seconds'] / 60:.1f} min.", "",
+             + (f"Its points took {curve['points_seconds'] / 60:.1f} min of healing and evaluation, each timed when "
+              "it ran." if "points_seconds" in curve else f"The curve took {curve['seconds'] / 60:.1f} min."), "",
              *([f"Share of the gap left that each doubling recovers: {'; '.join(steps)}; from the first point to "
                 f"the last, {(gaps[0][1] - gaps[-1][1]) / gaps[0][1]:.1%}. A share that grows with the budget means "
                 "the heal is still in its slow start.", ""] if steps else []),
