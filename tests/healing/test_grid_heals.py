@@ -83,8 +83,8 @@ def test_a_second_seed_reuses_its_sets_evaluation_before_healing(grid_results, m
     monkeypatch.chdir(root)
     monkeypatch.setenv(healing_text.ENV, str(write_jsonl(root / "heal.jsonl", random_text(30, 50))))
     calls = []
-    real = grid_heals.evaluate
-    monkeypatch.setattr(grid_heals, "evaluate", lambda *a, **k: calls.append(a[3]) or real(*a, **k))
+    real = grid_heals.evaluate_unhealed
+    monkeypatch.setattr(grid_heals, "evaluate_unhealed", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
     out = root / "two-seeds"
     n_sets = len(next(iter(distinct_sets(results).values())))
     done = heal_grid(results, {}, "g", HealConfig(tokens=128, seq_len=32), out, second_seed=1, second_every=1,

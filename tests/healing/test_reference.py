@@ -9,8 +9,18 @@ from depthprune.healing import reference
 
 
 @pytest.fixture(scope="module")
-def record() -> dict:
-    return reference.heal_record()
+def healed() -> tuple[dict, int, int]:
+    """The CI heal's record, and this process's torch thread count before and after it."""
+    import torch
+
+    before = torch.get_num_threads()
+    record = reference.heal_record()
+    return record, before, torch.get_num_threads()
+
+
+@pytest.fixture(scope="module")
+def record(healed) -> dict:
+    return healed[0]
 
 
 def test_the_ci_heal_is_the_stored_reference(record):
@@ -33,18 +43,7 @@ def test_the_comparison_tells_a_different_heal(record):
     assert reference.compare(record, other)[0] == "skip"
 
 
-def test_the_ci_heal_runs_at_its_own_thread_count_and_gives_the_process_its_own_back(record):
-    import torch
-
+def test_the_ci_heal_runs_at_its_own_thread_count_and_gives_the_process_its_own_back(healed):
+    record, before, after = healed
     assert record["environment"]["kernels"]["fingerprint"]["threads"] == reference.THREADS
-    assert torch.get_num_threads() == record_threads[0]
-
-
-record_threads: list[int] = []
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _threads_before():
-    import torch
-
-    record_threads.append(torch.get_num_threads())
+    assert after == before

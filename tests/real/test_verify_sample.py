@@ -28,6 +28,7 @@ import pytest
 
 from depthprune.grid.cases import load_grid
 from depthprune.grid.reference import reference_dtypes
+from depthprune.grid.runner import cell_device
 from depthprune.model.precision import dtype_name, resolve_dtype
 from depthprune.results.schema import Result
 from depthprune.verify.bands import load_table
@@ -50,7 +51,7 @@ def slice_runs_here(cell_id: str) -> str | None:
     reference of the dtype ``auto`` picks here exists, so ``DEPTHPRUNE_ACROSS=off`` does not skip it); None where
     the slice skips the cell here."""
     grid = load_grid(ROOT / "cases" / "real-ci.toml")
-    dtype = dtype_name(resolve_dtype(grid.dtype, "cpu"))
+    dtype = dtype_name(resolve_dtype(grid.dtype, cell_device(grid)))
     return dtype if dtype in reference_dtypes(grid.reference_dir(ROOT / "reference"), cell_id) else None
 
 

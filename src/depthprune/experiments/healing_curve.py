@@ -178,9 +178,8 @@ class _ModelPoints:
         self.session: Any = None
 
     def point(self, removed: tuple[int, ...], tokens: int) -> dict[str, Any]:
-        from depthprune.evaluation.evaluate import evaluate
         from depthprune.healing.config import HealConfig
-        from depthprune.healing.pruned import evaluate_healed, heal_removed
+        from depthprune.healing.pruned import evaluate_healed, evaluate_unhealed, heal_removed
         from depthprune.recipe import Session
 
         path = _point(self.out, self.model, removed, tokens)
@@ -191,7 +190,7 @@ class _ModelPoints:
         s = self.session
         record: dict[str, Any] = {"model": self.model, "removed": list(removed), "tokens": tokens}
         if tokens == 0:
-            ev = evaluate(s.model, s.tokenizer, self.model, list(removed), s.profile, self.eval_cfg, weights=s.weights)
+            ev = evaluate_unhealed(s, removed, self.eval_cfg)
         else:
             cfg = HealConfig(tokens=tokens)
             healed, report = heal_removed(s, removed, cfg, self.texts, self.data,

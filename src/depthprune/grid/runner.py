@@ -2,8 +2,8 @@
 
 A cell is :mod:`depthprune.recipe` with the case file's settings: the :class:`GridRunner`
 keeps one :class:`~depthprune.recipe.Session` (a loaded model) at a time, so a model's
-cells share the load (whatever their grid, where device, dtype and batch size agree), the calibration batches, the dense pass and the single-removal
-prior of each objective, and one memo of every loss any of its searches computed (greedy
+cells share the load (whatever their grid, where device, dtype and batch size agree), the
+calibration batches, the dense pass and the single-removal prior of each objective, and one memo of every loss any of its searches computed (greedy
 at M=9 re-uses greedy at M=7's path); each cell's cost is still counted as if it ran alone.
 Searchers that agree share one evaluation through the on-disk evaluation cache.
 """

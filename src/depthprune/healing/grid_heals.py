@@ -21,9 +21,9 @@ from typing import Any
 from depthprune.common.jsonio import JSONFileError, read_json, write_json_atomic
 from depthprune.data.healing_text import healing_fingerprint, healing_texts
 from depthprune.data.protocol import EvalConfig
-from depthprune.evaluation.evaluate import EvalResult, evaluate
+from depthprune.evaluation.evaluate import EvalResult
 from depthprune.healing.config import HealConfig
-from depthprune.healing.pruned import evaluate_healed, heal_removed, healed_result
+from depthprune.healing.pruned import evaluate_healed, evaluate_unhealed, heal_removed, healed_result
 from depthprune.recipe import Session
 from depthprune.results.schema import Result
 
@@ -99,9 +99,8 @@ def run_job(session: Session, job: HealJob, cfg: HealConfig, eval_cfg: EvalConfi
     """Heal one job and evaluate it before and after, in float32; the journal record. ``before``: the set's
     evaluation before healing as another seed's job of it recorded it (the same float32 evaluation of the same
     unhealed model on this session), so a second seed does not evaluate it again."""
-    before_record = dict(before) if before is not None else _evaluation_record(evaluate(
-        session.model, session.tokenizer, session.spec.id, list(job.removed), session.profile, eval_cfg,
-        cache_dir=None, weights=session.weights))
+    before_record = (dict(before) if before is not None
+                     else _evaluation_record(evaluate_unhealed(session, job.removed, eval_cfg)))
     job_cfg = replace(cfg, seed=job.seed)
     model, report = heal_removed(session, job.removed, job_cfg, texts, data, progress=f"heal {job.key}" if progress
                                  else False)

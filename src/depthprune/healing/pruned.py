@@ -47,6 +47,13 @@ def heal_removed(session: Session, removed: Sequence[int], cfg: HealConfig, text
     return healed, report
 
 
+def evaluate_unhealed(session: Session, removed: Sequence[int], cfg: Any) -> EvalResult:
+    """The grid's own evaluation of ``removed`` on the session's (float32) model before any heal, never cached:
+    what a heal is compared with (the grid's heals, the healing curve)."""
+    return evaluate(session.model, session.tokenizer, session.spec.id, list(removed), session.profile, cfg,
+                    cache_dir=None, weights=session.weights)
+
+
 def evaluate_healed(session: Session, model: nn.Module, report: HealReport, cfg: Any) -> EvalResult:
     """The grid's own evaluation of a healed model (never cached; its weights named the loaded ones + the heal)."""
     tag = HealConfig.from_dict(report.config).tag

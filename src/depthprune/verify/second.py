@@ -11,7 +11,8 @@ precision and the cell is checked again, whole (its sets and decisions re-scored
 against the bands of the recorded class against that second class, by the same rules. Code that changed fails
 in both precisions; a difference of precision alone verifies in the recorded one. The cell is then **VERIFIED IN
 ITS RECORDED PRECISION**: reported with the first check's failure (how far the other precision moved it) and the
-second check. (Since 2026-12-07 a second check whose sets fail is not evaluated: no evaluation lifts a failure.) Where the second check fails too, or cannot be made (no band for the second pair), the cell stays
+second check. (Since 2026-12-07 a second check whose sets fail is not evaluated: no evaluation lifts a
+failure.) Where the second check fails too, or cannot be made (no band for the second pair), the cell stays
 FAILED. On a CPU without native bf16 the second opinion runs on ATen's emulated bf16 (slow: only failed cells
 ask for it); ``depthprune verify --no-second-opinion`` skips it.
 """
