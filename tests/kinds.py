@@ -100,6 +100,7 @@ KINDS: dict[str, str] = {
     "tests/report/test_claims_noise.py": "unit",
     "tests/report/test_controls_report.py": "unit",
     "tests/report/test_firmness.py": "unit",
+    "tests/report/test_healing.py": "unit",
     "tests/report/test_layout.py": "unit",
     "tests/report/test_precision_report.py": "unit",
     "tests/report/test_real_section.py": "unit",

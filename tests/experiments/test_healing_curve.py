@@ -43,3 +43,43 @@ def test_the_curve_heals_the_one_shot_sets_of_the_largest_budget_under_both_obje
                                             ("ppl", "oneshot", [1], 1), ("ppl", "greedy", [5, 6], 2),
                                             ("margin", "oneshot", [1, 2], 2)]]
     assert curve_sets(rows, "g") == {"m": [(1, 2), (3, 4)]}
+
+
+class _StubPoints:
+    """Points as the curve journals them, made up: every heal at 1,000 tokens/s and every evaluation 2 s; C4
+    perplexity falls with the tokens healed."""
+
+    def __init__(self, model, profile, eval_cfg, out, quiet) -> None:
+        self.model = model
+
+    def point(self, removed, tokens):
+        healed = {"heal_seconds": tokens / 1000, "tokens_per_second": 1000.0} if tokens else {}
+        ppl = 10.0 if not removed else 10.0 * (1 + 4096 / (4096 + tokens))
+        return {"model": self.model, "removed": list(removed), "tokens": tokens, "eval_seconds": 2.0,
+                "metrics": {"c4_ppl": ppl, "avg_acc": 0.5}, **healed}
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_curve_records_each_models_own_seconds_beside_its_cap_and_budget(tmp_path, monkeypatch, capsys):
+    import argparse
+    from pathlib import Path
+
+    from depthprune.common.jsonio import read_json
+    from depthprune.experiments import healing_curve
+
+    monkeypatch.setattr(healing_curve, "_ModelPoints", _StubPoints)
+    archive = Path(__file__).resolve().parents[2] / "archive"
+    # the tiny grid's 47 heals, each with two evaluations, fit 600 s at 8,192 tokens (47 x (8.2 + 4) s = 573 s), not
+    # at 16,384 (958 s)
+    args = argparse.Namespace(grid="tiny", source=[str(archive)], out=str(tmp_path), limit=600.0, archive=None,
+                              models=None, quiet=True)
+    assert healing_curve.run(args) == 0
+    curve = read_json(tmp_path / "curve.json")
+    assert curve["cap"] == 8192 and curve["jobs"] == 47
+    # per model: the dense evaluation, then per set the unhealed point and the heals at 4,096 and 8,192 tokens
+    per_model = 2.0 + 2 * (2.0 + (4.096 + 2.0) + (8.192 + 2.0))
+    assert curve["model_seconds"] == {m: round(per_model, 1) for m in ("tiny-llama3", "tiny-llama3.1", "tiny-qwen3")}
+    assert curve["points_seconds"] == round(3 * (per_model - 2.0), 1)  # its points: the dense ones are not listed
+    assert "tiny-qwen3 0.6 min" in capsys.readouterr().out

@@ -81,6 +81,16 @@ def choose_budget(gaps: Mapping[int, float], cap: int) -> tuple[int, str]:
                  "diminishing: the cap")
 
 
+def first_written_budget(gaps: Mapping[int, float], cap: int) -> int:
+    """The budget the rule as first written (2026-12-06) takes from the same gaps: the first doubling under
+    ``SHARE``, whether or not the returns diminish. Not a rule any more: REPORT says what the revision changed."""
+    points = sorted(t for t in gaps if t <= cap)
+    for t, nxt in zip(points, points[1:]):
+        if gaps[t] <= 0 or (gaps[t] - gaps[nxt]) / gaps[t] < SHARE:
+            return t
+    return cap
+
+
 def cap_tokens(n_jobs: int, tokens_per_second: float, eval_seconds: float, limit_s: float,
                start: int = START_TOKENS) -> int:
     """The largest power of two >= ``start`` whose ``n_jobs`` heals, each with two evaluations, fit ``limit_s``."""
@@ -128,16 +138,21 @@ def run(args: argparse.Namespace) -> int:
                                "sets": {m: [list(s) for s in v] for m, v in sets.items()}, "jobs": n_jobs,
                                "revision": REVISION, "limit_s": limit, "points": []}
     cap: int | None = None
+    model_seconds: dict[str, float] = {}  # per model: its points' heals and evaluations, the dense one's included
     start = time.perf_counter()
     for model, model_sets in sets.items():
         first = next(r for r in results if r.identity.model == model)
         points = _ModelPoints(model, first.identity.profile, eval_config_of(first), out, args.quiet)
         dense = points.point((), 0)
+        model_seconds[model] = _seconds(dense)
         for removed in model_sets:
-            summary["points"].append({**_brief(points.point(removed, 0)), "dense_c4_ppl": dense["metrics"]["c4_ppl"]})
+            p = points.point(removed, 0)
+            model_seconds[model] += _seconds(p)
+            summary["points"].append({**_brief(p), "dense_c4_ppl": dense["metrics"]["c4_ppl"]})
             tokens = START_TOKENS
             while cap is None or tokens <= cap:
                 p = points.point(removed, tokens)
+                model_seconds[model] += _seconds(p)
                 summary["points"].append({**_brief(p), "dense_c4_ppl": dense["metrics"]["c4_ppl"]})
                 if cap is None:
                     cap = cap_tokens(n_jobs, p["tokens_per_second"], p["eval_seconds"], limit)
@@ -153,14 +168,16 @@ def run(args: argparse.Namespace) -> int:
     budget, why = choose_budget(gaps, cap or START_TOKENS)
     # seconds: this invocation's wall time (a resumed curve reads its points from the journal); points_seconds:
     # the points' own heals and evaluations, each timed when it ran, whichever run that was
-    points_seconds = sum((p.get("heal_seconds") or 0.0) + (p.get("eval_seconds") or 0.0) for p in summary["points"])
+    points_seconds = sum(_seconds(p) for p in summary["points"])
     summary.update(mean_gap={str(t): g for t, g in sorted(gaps.items())}, budget=budget, why=why,
-                   seconds=round(time.perf_counter() - start, 1), points_seconds=round(points_seconds, 1))
+                   seconds=round(time.perf_counter() - start, 1), points_seconds=round(points_seconds, 1),
+                   model_seconds={m: round(v, 1) for m, v in model_seconds.items()})
     write_json_atomic(out / "curve.json", summary)
     if args.archive:
         write_json_atomic(Path(args.archive) / f"healing-curve-{args.grid}.json", summary)
     print(f"healing curve {args.grid}: budget {budget} tokens ({why}); cap {cap}; {len(summary['points'])} points "
-          f"in {summary['seconds']:.0f} s")
+          f"in {summary['seconds']:.0f} s; per model, its points' heals and evaluations: "
+          + ", ".join(f"{m} {v / 60:.1f} min" for m, v in summary["model_seconds"].items()))
     for t, g in sorted(gaps.items()):
         print(f"  {t:>8} tokens: mean log C4 ppl gap to dense {g:.4f}")
     return 0
@@ -205,6 +222,11 @@ class _ModelPoints:
     def close(self) -> None:
         if self.session is not None:
             self.session.close()
+
+
+def _seconds(p: Mapping[str, Any]) -> float:
+    """A point's own heal and evaluation, timed when it ran (whichever run of a resumed curve that was)."""
+    return (p.get("heal_seconds") or 0.0) + (p.get("eval_seconds") or 0.0)
 
 
 def _brief(p: Mapping[str, Any]) -> dict[str, Any]:

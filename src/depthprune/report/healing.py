@@ -14,6 +14,7 @@ from typing import Any
 
 from depthprune.common.jsonio import read_json
 from depthprune.common.text_tables import significant
+from depthprune.experiments.healing_curve import first_written_budget
 from depthprune.results.schema import Result
 
 #: the peers' budget (Shortened LLaMA, LLM-Pruner: 2 epochs of Alpaca-cleaned's 51,760 samples at a 256-token
@@ -49,12 +50,18 @@ def curve_lines(curve: Mapping[str, Any]) -> list[str]:
                 f"{revision['date']} ({revision['what']}) "
                 + ("after this curve was read, so this budget is not a blind choice: as first written the rule "
                    "picked the first point." if read_before else "before this curve ran."))
+        first = first_written_budget(dict(gaps), int(curve.get("cap", 0))) if gaps and not read_before else None
+        if first is not None and first != curve["budget"]:
+            rule += f" As first written the rule would have picked {first:,} tokens here."
     lines = [f"**`{grid}`: the healing curve.** {rule}", "",
              f"Budget: **{curve['budget']:,} tokens** ({curve['why']}); cap {curve.get('cap', 0):,} tokens "
              f"(the grid's {curve['jobs']} heals within {curve['limit_s'] / 60:.0f} min at "
              f"{_fmt(curve.get('cap_from', {}).get('tokens_per_second'))} tokens/s, measured at the first point). "
              + (f"Its points took {curve['points_seconds'] / 60:.1f} min of healing and evaluation, each timed when "
-              "it ran." if "points_seconds" in curve else f"The curve took {curve['seconds'] / 60:.1f} min."), "",
+              "it ran" if "points_seconds" in curve else f"The curve took {curve['seconds'] / 60:.1f} min")
+             + (" (per model, the dense evaluation included: " + ", ".join(
+                 f"{m} {v / 60:.1f} min" for m, v in curve["model_seconds"].items()) + ")."
+                if "model_seconds" in curve else "."), "",
              *([f"Share of the gap left that each doubling recovers: {'; '.join(steps)}; from the first point to "
                 f"the last, {(gaps[0][1] - gaps[-1][1]) / gaps[0][1]:.1%}. A share that grows with the budget means "
                 "the heal is still in its slow start.", ""] if steps else []),
