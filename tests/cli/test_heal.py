@@ -62,6 +62,7 @@ def _refused(argv: list[str], capsys, flag: str, what: str) -> None:
     (["--lora-targets", "q_proj,c_attn"], "--lora-targets", "c_attn: the model's blocks have no such linear layer; "
                                                              "allowed: down_proj, gate_proj, k_proj"),
     (["--dtype", "bfloat16"], "--dtype bfloat16", "float32"),
+    (["--heal-method", "qlora"], "--heal-method", "invalid choice: 'qlora'"),
 ])
 def test_a_bad_flag_exits_2_naming_it_before_anything_loads(model_dir, texts, nothing_loads, tmp_path, capsys,
                                                             extra, flag, what):
@@ -141,3 +142,13 @@ def test_prune_heal_writes_a_healed_result_and_saves_the_healed_model(model_dir,
     assert healed["settings"]["dtype"] == "torch.float32"
     config = json.loads((out / "config.json").read_text())
     assert config["num_hidden_layers"] == 3 and config["depthprune_removed_layers"] == healed["removed"]
+
+
+def test_the_hidden_state_method_heals_towards_the_dense_model_and_says_so(model_dir, texts, tmp_path):
+    record = tmp_path / "heal.json"
+    assert main(["heal", "--model", str(model_dir), "--remove", "1,2", *HEAL, "--heal-method", "lora-hidden",
+                 "--json", str(record)]) == 0
+    saved = json.loads(record.read_text())
+    assert saved["healing"]["config"]["method"] == "lora-hidden"
+    # its loss is the pruned model's hidden-state error relative to the dense model's: a share, not nats
+    assert 0 < saved["healing"]["losses"][0] < 10

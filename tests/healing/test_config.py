@@ -14,7 +14,7 @@ from depthprune.healing.config import SOURCES, HealConfig
     ("seq_len", 1, "seq_len must be an integer >= 2"),
     ("dropout", 1.0, "dropout must be in [0, 1)"),
     ("lr", 0.0, "lr must be > 0"),
-    ("method", "qlora", "method must be one of 'lora'"),
+    ("method", "qlora", "method must be one of 'lora', 'lora-hidden'"),
     ("schedule", "linear", "schedule must be one of 'cosine', 'constant'"),
 ])
 def test_a_bad_value_names_its_field(field, value, allowed):
@@ -44,3 +44,12 @@ def test_the_record_round_trips_and_the_tag_names_method_budget_and_seed():
     assert cfg.tag == "lora-t8192-s3"
     with pytest.raises(ValueError, match="unknown field"):
         HealConfig.from_dict({**cfg.to_dict(), "epochs": 2})
+
+
+def test_a_tag_reads_back_whatever_the_method_is_called():
+    for cfg in (HealConfig(tokens=8192, seed=3), HealConfig(tokens=65536, method="lora-hidden")):
+        assert HealConfig.parse_tag(cfg.tag) == (cfg.method, cfg.tokens, cfg.seed)
+    assert HealConfig.parse_tag("lora-hidden-t4096-s1") == ("lora-hidden", 4096, 1)
+    for bad in ("lora", "lora-t4096", "-t4096-s0", "lora-tx-s0"):
+        with pytest.raises(ValueError, match="not a heal's tag"):
+            HealConfig.parse_tag(bad)

@@ -10,8 +10,9 @@ import torch
 
 from depthprune.data.sources import training_windows
 from depthprune.healing.config import HealConfig
-from depthprune.healing.lora import MERGE_BOUND, block_linear_names, heal, resolve_targets
+from depthprune.healing.lora import MERGE_BOUND, block_linear_names, dense_hidden, heal, last_hidden, resolve_targets
 from depthprune.model.loading import block_linear_kinds
+from depthprune.model.masking import prune_layers
 from tests.fixtures import char_tokenizer, random_model, random_text
 
 
@@ -91,3 +92,32 @@ def test_training_windows_are_seeded_and_an_epoch_repeats_no_window():
     available = proto.extra["windows_available"]
     full, _ = training_windows(texts, tok, 16, available, seed=0)
     assert len({tuple(w.tolist()) for w in full}) == available
+
+
+def test_the_hidden_state_method_moves_the_pruned_model_towards_the_dense_models_states():
+    cfg = HealConfig(tokens=32 * 4 * 20, seq_len=32, batch_size=4, lr=1e-2, warmup_ratio=0.0, method="lora-hidden")
+    windows = _windows(cfg)
+    dense = random_model("llama", n_layers=4)
+    targets = dense_hidden(dense, windows, cfg.batch_size)
+    pruned = random_model("llama", n_layers=4)
+    prune_layers(pruned, [2])
+    with torch.no_grad():
+        before = float((last_hidden(pruned, windows) - targets).pow(2).mean())
+    healed, report = heal(pruned, windows, cfg, dense_states=targets)
+    with torch.no_grad():
+        after = float((last_hidden(healed, windows) - targets).pow(2).mean())
+    # the loss is the error relative to the targets' mean square: it starts where the pruned model is, and falls
+    assert report.losses[0] == pytest.approx(before / float(targets.pow(2).mean()), rel=0.05)
+    assert after < 0.8 * before, (before, after, report.losses)
+    again, report2 = heal(random_model("llama", n_layers=4), windows, cfg, dense_states=dense_hidden(
+        random_model("llama", n_layers=4), windows, cfg.batch_size))
+    assert report2.losses[0] == pytest.approx(0.0, abs=1e-9)  # a model that is its own target: nothing to learn
+
+
+def test_the_hidden_state_method_refuses_to_run_without_its_targets():
+    cfg = HealConfig(tokens=1024, seq_len=32, batch_size=4, method="lora-hidden")
+    windows = _windows(cfg)
+    with pytest.raises(ValueError, match="lora-hidden needs the dense model's last hidden states"):
+        heal(random_model("llama", n_layers=4), windows, cfg)
+    with pytest.raises(ValueError, match="lora-hidden needs the dense model's last hidden states"):
+        heal(random_model("llama", n_layers=4), windows, cfg, dense_states=torch.zeros(1, 32, 8))

@@ -44,3 +44,24 @@ def test_the_healed_result_is_a_result_that_names_its_heal(session):
     other = healed_result(unhealed, heal_removed(session, outcome.removed, HealConfig(tokens=256, seq_len=32, seed=3),
                                                  random_text(30, 50), DATA)[1], None, None, session.device)
     assert other["fingerprint"] != healed["fingerprint"]
+
+
+def test_the_hidden_state_targets_are_the_dense_models_and_made_once_per_model(session, monkeypatch):
+    from depthprune.healing import pruned
+
+    made = []
+    real = pruned.dense_hidden
+
+    def counting(model, windows, batch_size):
+        made.append(model.config.num_hidden_layers)
+        return real(model, windows, batch_size)
+
+    monkeypatch.setattr(pruned, "dense_hidden", counting)
+    cfg = HealConfig(tokens=256, seq_len=32, method="lora-hidden", seed=5)
+    texts = random_text(30, 50)
+    for removed in ([1], [2], [1, 3]):
+        healed, report = heal_removed(session, removed, cfg, texts, DATA)
+        assert healed.config.num_hidden_layers == 4 - len(removed) and report.config["method"] == "lora-hidden"
+    assert made == [4]  # the dense model's, once for the three sets (their windows are the same)
+    heal_removed(session, [1], HealConfig(tokens=256, seq_len=32, method="lora-hidden", seed=6), texts, DATA)
+    assert made == [4, 4]  # another seed draws other windows: their targets are made once too

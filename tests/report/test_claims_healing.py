@@ -20,13 +20,13 @@ def _items(acc: float) -> dict:
 
 
 def healed(objective: str, search: str, removed: list[int], acc_before: float, acc_after: float, *,
-           loss: float = 1.0, model: str = "m", seed: int = 0) -> Result:
+           loss: float = 1.0, model: str = "m", seed: int = 0, method: str = "lora") -> Result:
     """A healed result whose set scored ``acc_before`` unhealed and ``acc_after`` healed (nested items: solutions
     differ only on the items between their accuracies, so the evaluation's noise is small)."""
     r = to_json(result_v2(model, objective, search, removed, loss, budget=len(removed), grid="g",
                           metrics={"avg_acc": acc_after}))
     protocol = {"zero_shot": {"headline_metric": {"t": "acc"}}}
-    r["identity"] = {**r["identity"], "heal": f"lora-t4096-s{seed}"}
+    r["identity"] = {**r["identity"], "heal": f"{method}-t4096-s{seed}"}
     r.update(item_outcomes=_items(acc_after), evaluation_protocol=protocol,
              healing={"before_float32": {"metrics": {"avg_acc": acc_before}, "item_outcomes": _items(acc_before),
                                          "window_nll": {}, "evaluation_protocol": protocol}})
@@ -84,3 +84,13 @@ def test_a_second_seed_widens_the_mde(claim_id):
     two = verdict(claim_id, noisy)
     key = "healed_gap_mde" if claim_id == "heal-objective" else "ratio_mde"
     assert two.statistic[key] > one_seed.statistic[key]
+
+
+@pytest.mark.parametrize("claim_id", ["heal-objective", "heal-search"])
+def test_another_methods_heals_are_measured_beside_and_read_by_no_claim(claim_id):
+    # (heal-rank reads the same rows, through the same selection)
+    # lora-hidden's heals of the same sets, every one flipping the objective's gap and with large search gains
+    beside = [healed(r.identity.objective, r.identity.search, list(r["removed"]), 0.5, 0.9 if r.identity.search
+                     != "oneshot" else 0.1, method="lora-hidden") for r in grid()]
+    alone, with_beside = verdict(claim_id, grid()), verdict(claim_id, grid() + beside)
+    assert (with_beside.outcome, with_beside.statistic) == (alone.outcome, alone.statistic)

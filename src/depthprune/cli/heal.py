@@ -45,7 +45,7 @@ def _positive_float(text: str) -> float:
 
 def add_heal_args(p: argparse.ArgumentParser) -> None:
     """The heal's flags (``heal`` and ``prune --heal``); their defaults are :class:`~depthprune.healing.config.HealConfig`'s, with sources."""
-    from depthprune.healing.config import SCHEDULES, SOURCES, HealConfig
+    from depthprune.healing.config import METHODS, SCHEDULES, SOURCES, HealConfig
 
     d = HealConfig(tokens=1)
 
@@ -55,6 +55,7 @@ def add_heal_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("healing (LoRA through PEFT, in float32; defaults: docs/healing.md)")
     g.add_argument("--heal-tokens", type=positive(1), default=None, metavar="N",
                    help="training tokens in all (the budget; default: the profile's chosen budget)")
+    g.add_argument("--heal-method", choices=METHODS, default=d.method, help=source("method"))
     g.add_argument("--lora-rank", type=positive(1), default=d.rank, help=source("rank"))
     g.add_argument("--lora-alpha", type=positive(1), default=d.alpha, help=source("alpha"))
     g.add_argument("--lora-dropout", type=_fraction0, default=d.dropout, help=source("dropout"))
@@ -77,7 +78,7 @@ def heal_config(args: argparse.Namespace, profile: str) -> Any:
         raise InputError(f"--heal-tokens: no budget has been chosen for profile {profile!r} "
                          f"(chosen: {', '.join(f'{k} {v}' for k, v in BUDGETS.items()) or 'none'}); give one")
     try:
-        return HealConfig(tokens=tokens, rank=args.lora_rank, alpha=args.lora_alpha, dropout=args.lora_dropout,
+        return HealConfig(tokens=tokens, method=args.heal_method, rank=args.lora_rank, alpha=args.lora_alpha, dropout=args.lora_dropout,
                           target_modules=tuple(args.lora_targets), lr=args.heal_lr, schedule=args.heal_schedule,
                           warmup_ratio=args.heal_warmup, seq_len=args.heal_seq_len, batch_size=args.heal_batch_size,
                           seed=args.heal_seed)
@@ -177,7 +178,7 @@ def cmd_heal_grid(args: argparse.Namespace) -> int:
     case = _case_grid(args.cases, args.grid)
     if case is not None and case.heal and args.heal_tokens is None and args.budget_from is None:
         defaults = {**vars(args), "heal_tokens": case.heal["tokens"]}
-        for key, flag in (("rank", "lora_rank"), ("alpha", "lora_alpha"), ("dropout", "lora_dropout"),
+        for key, flag in (("method", "heal_method"), ("rank", "lora_rank"), ("alpha", "lora_alpha"), ("dropout", "lora_dropout"),
                           ("lr", "heal_lr"), ("schedule", "heal_schedule"), ("warmup_ratio", "heal_warmup"),
                           ("seq_len", "heal_seq_len"), ("batch_size", "heal_batch_size"), ("seed", "heal_seed"),
                           ("target_modules", "lora_targets")):

@@ -22,7 +22,12 @@ from typing import Any
 
 from depthprune.common.params import check_choice, check_ints
 
-METHODS = ("lora",)
+#: how the adapters learn: ``lora``, the peers' language-model loss on the healing text; ``lora-hidden``, the same
+#: adapters trained to match the dense model's last hidden states on the same windows (issue 61's second method;
+#: the output head is skipped, and the dense targets are computed once per model: depthprune.healing.pruned)
+METHODS = ("lora", "lora-hidden")
+#: the method a grid's heals use and the healing claims read; another method's heals are measured beside it
+MAIN_METHOD = "lora"
 
 #: the token budget each profile's heals use, chosen by the healing curve's rule (DESIGN.md, "Healing"); a
 #: profile missing here has none chosen yet, and a heal on it must name its budget
@@ -31,6 +36,8 @@ SCHEDULES = ("cosine", "constant")
 
 #: where each default comes from (printed by ``depthprune heal --help`` and docs/healing.md)
 SOURCES: dict[str, str] = {
+    "method": "lora: the peers' language-model loss (Shortened LLaMA, LLM-Pruner); lora-hidden: ours, the dense "
+              "model's last hidden states as the target (mean squared error over the targets' mean square)",
     "rank": "Shortened LLaMA, LLM-Pruner: r=8",
     "alpha": "Shortened LLaMA, LLM-Pruner: lora_alpha=16",
     "dropout": "Shortened LLaMA, LLM-Pruner: lora_dropout=0.05",
@@ -84,6 +91,15 @@ class HealConfig:
     def tag(self) -> str:
         """The heal as a result's identity names it: method, budget and seed (the rest is in the config)."""
         return f"{self.method}-t{self.tokens}-s{self.seed}"
+
+    @staticmethod
+    def parse_tag(tag: str) -> tuple[str, int, int]:
+        """A :attr:`tag`'s method, budget and seed (a method's name may hold ``-``: ``lora-hidden-t4096-s0``)."""
+        rest, _, seed = tag.rpartition("-s")
+        method, _, tokens = rest.rpartition("-t")
+        if not method or not tokens.isdigit() or not seed.isdigit():
+            raise ValueError(f"healing: {tag!r} is not a heal's tag (<method>-t<tokens>-s<seed>)")
+        return method, int(tokens), int(seed)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -96,10 +96,27 @@ def _schedule(optimizer: torch.optim.Optimizer, cfg: HealConfig) -> Any:
     return get_constant_schedule_with_warmup(optimizer, warmup)
 
 
+def last_hidden(model: nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
+    """The model's last hidden states (after its final norm: what the output head reads), without the head."""
+    return find_decoder_layers(model).owner(input_ids=input_ids, use_cache=False).last_hidden_state
+
+
+def dense_hidden(model: nn.Module, windows: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """``lora-hidden``'s targets: the (dense) model's last hidden states on every window, in float32 on the CPU."""
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        return torch.cat([last_hidden(model, windows[i:i + batch_size].to(device)).float().cpu()
+                          for i in range(0, windows.shape[0], batch_size)])
+
+
 def heal(model: nn.Module, windows: torch.Tensor, cfg: HealConfig, progress: bool | str = False,
-         window_protocol: dict[str, Any] | None = None) -> tuple[nn.Module, HealReport]:
+         window_protocol: dict[str, Any] | None = None,
+         dense_states: torch.Tensor | None = None) -> tuple[nn.Module, HealReport]:
     """Train LoRA adapters on ``windows`` (``cfg.steps`` micro-batches of ``cfg.batch_size``), merge them, and
-    return the merged plain model (the same modules as ``model``, adapted in place) with the report."""
+    return the merged plain model (the same modules as ``model``, adapted in place) with the report.
+    ``dense_states``: for ``lora-hidden``, the dense model's last hidden states on the same windows
+    (:func:`dense_hidden`), the targets; the loss is the mean squared error over their mean square, so it reads
+    as a share of their size whatever the model."""
     from peft import LoraConfig, get_peft_model
     from tqdm.auto import tqdm
 
@@ -109,6 +126,11 @@ def heal(model: nn.Module, windows: torch.Tensor, cfg: HealConfig, progress: boo
     need = cfg.steps * cfg.batch_size
     if windows.shape[0] < need or windows.shape[1] != cfg.seq_len:
         raise ValueError(f"healing: need {need} windows of {cfg.seq_len} tokens, got {tuple(windows.shape)}")
+    hidden = cfg.method == "lora-hidden"
+    if hidden and (dense_states is None or tuple(dense_states.shape[:2]) != tuple(windows.shape)):
+        raise ValueError(f"healing: method lora-hidden needs the dense model's last hidden states on the "
+                         f"{tuple(windows.shape)} windows, got {None if dense_states is None else tuple(dense_states.shape)}")
+    scale = float(dense_states[:need].pow(2).mean()) if hidden and dense_states is not None else 1.0
     linear = block_linear_names(model)
     targets = resolve_targets(linear, cfg.target_modules)
     names = [n for kind, full in sorted(linear.items()) if kind in targets for n in full]
@@ -130,8 +152,12 @@ def heal(model: nn.Module, windows: torch.Tensor, cfg: HealConfig, progress: boo
     bar = tqdm(total=cfg.steps, desc=progress if isinstance(progress, str) else "heal", unit="step",
                disable=not progress, leave=False)
     for step in range(cfg.steps):
-        batch = windows[step * cfg.batch_size:(step + 1) * cfg.batch_size].to(device)
-        loss = peft_model(input_ids=batch, labels=batch).loss
+        rows = slice(step * cfg.batch_size, (step + 1) * cfg.batch_size)
+        batch = windows[rows].to(device)
+        if hidden and dense_states is not None:  # the same modules, adapted in place: the backbone runs the adapters
+            loss = (last_hidden(model, batch) - dense_states[rows].to(device)).pow(2).mean() / scale
+        else:
+            loss = peft_model(input_ids=batch, labels=batch).loss
         if not math.isfinite(loss.item()):
             raise FloatingPointError(f"healing: the training loss is {loss.item()} at step {step}")
         loss.backward()

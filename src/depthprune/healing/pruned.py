@@ -11,19 +11,22 @@ configuration and the healing data's fingerprint.
 from __future__ import annotations
 
 import copy
+import hashlib
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import nn
 
 from depthprune.common.jsonio import write_json_atomic
 from depthprune.data.sources import training_windows
 from depthprune.evaluation.evaluate import EvalResult, evaluate
 from depthprune.healing.config import HealConfig
-from depthprune.healing.lora import HealReport, heal
+from depthprune.healing.lora import HealReport, dense_hidden, heal
 from depthprune.model import STAND_IN_MARKER
 from depthprune.model.masking import prune_layers
 from depthprune.recipe import Session
@@ -36,15 +39,31 @@ def heal_removed(session: Session, removed: Sequence[int], cfg: HealConfig, text
                  progress: bool | str = False) -> tuple[nn.Module, HealReport]:
     """The session's model without ``removed``, healed; a copy unless ``in_place`` (the session's own model
     is then pruned and healed: it cannot search again)."""
+    windows, protocol = training_windows(texts, session.tokenizer, cfg.seq_len, cfg.steps * cfg.batch_size,
+                                         cfg.seed)
+    dense = dense_targets(session.model, windows, cfg.batch_size) if cfg.method == "lora-hidden" else None
     model = session.model if in_place else copy.deepcopy(session.model)
     if in_place:
         session.drop_calibrations()  # their scorers saw the unpruned model
     prune_layers(model, removed)
-    windows, protocol = training_windows(texts, session.tokenizer, cfg.seq_len, cfg.steps * cfg.batch_size,
-                                         cfg.seed)
     healed, report = heal(model, windows, cfg, progress=progress,
-                          window_protocol={**asdict(protocol), "data": dict(data_fingerprint)})
+                          window_protocol={**asdict(protocol), "data": dict(data_fingerprint)}, dense_states=dense)
     return healed, report
+
+
+#: per loaded (dense) model, its last hidden states on each set of training windows: every set of a model heals
+#: on the same windows, so ``lora-hidden``'s targets are computed once per model (issue 61)
+_TARGETS: weakref.WeakKeyDictionary[nn.Module, dict[str, torch.Tensor]] = weakref.WeakKeyDictionary()
+
+
+def dense_targets(model: nn.Module, windows: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """The dense ``model``'s last hidden states on ``windows`` (:func:`~depthprune.healing.lora.dense_hidden`),
+    computed on first ask and kept while the model is loaded."""
+    key = hashlib.sha256(windows.numpy().tobytes() + str(tuple(windows.shape)).encode()).hexdigest()
+    cache = _TARGETS.setdefault(model, {})
+    if key not in cache:
+        cache[key] = dense_hidden(model, windows, batch_size)
+    return cache[key]
 
 
 def evaluate_unhealed(session: Session, removed: Sequence[int], cfg: Any) -> EvalResult:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from depthprune.healing.config import MAIN_METHOD, HealConfig
 from depthprune.report import noise
 from depthprune.report.claims import helpers
 from depthprune.report.claims.base import Claim, Rule, Verdict, register, verdict
@@ -38,27 +39,35 @@ def before(r: Result) -> Result:
                       "item_clusters": b.get("item_clusters", {}), "window_nll": b["window_nll"]})
 
 
+def main_method(r: Result) -> bool:
+    """Whether ``r`` is healed by the grid's main method (healing.config.MAIN_METHOD): another method's heals
+    (``lora-hidden``, on a subset) are measured beside it and read by no claim."""
+    return r.identity.heal is not None and HealConfig.parse_tag(r.identity.heal)[0] == MAIN_METHOD
+
+
 def _rows(rows: Sequence[Result], g: Mapping[str, Any]) -> list[Result]:
     """One healed result per cell of the paper's searchers, on the grid's main heal seed (the lowest)."""
-    rows = [r for r in rows if r.identity.heal is not None and r.identity.search in g["searchers"]
+    rows = [r for r in rows if main_method(r) and r.identity.search in g["searchers"]
             and r.get("healing", {}).get("before_float32") and r["evaluated"]]
     if not rows:
         return []
-    main = min(int(r.identity.heal.rsplit("-s", 1)[1]) for r in rows if r.identity.heal)
-    return [r for r in rows if r.identity.heal and r.identity.heal.endswith(f"-s{main}")]
+    main = min(HealConfig.parse_tag(r.identity.heal)[2] for r in rows if r.identity.heal)
+    return [r for r in rows if r.identity.heal and HealConfig.parse_tag(r.identity.heal)[2] == main]
 
 
 def _select(rows: Sequence[Result], t: Mapping[str, Any], g: Mapping[str, Any]) -> list[Result]:
-    """Every healed result of the grid (both seeds: the judges take the main seed's, the MDE both)."""
-    return [r for r in rows if r.identity.heal is not None]
+    """Every healed result of the grid by its main method (both seeds: the judges take the main seed's, the MDE
+    both)."""
+    return [r for r in rows if main_method(r)]
 
 
 def seed_spread(rows: Sequence[Result]) -> float:
     """The SD, over sets healed on two seeds, of their healed avg_acc difference / sqrt 2 (0 with no pair)."""
     by: dict[tuple[str, tuple[int, ...]], dict[str, float]] = defaultdict(dict)
     for r in rows:
-        if r.identity.heal is not None and helpers.metric(r, "avg_acc") is not None:
-            by[(r.identity.model, tuple(r["removed"]))][r.identity.heal] = helpers.known(r, "avg_acc")
+        heal = r.identity.heal
+        if heal is not None and main_method(r) and helpers.metric(r, "avg_acc") is not None:
+            by[(r.identity.model, tuple(r["removed"]))][heal] = helpers.known(r, "avg_acc")
     diffs = [a - b for v in by.values() if len(v) >= 2 for a, b in [list(v.values())[:2]]]
     return float(np.sqrt(np.mean(np.square(diffs)) / 2)) if diffs else 0.0
 
