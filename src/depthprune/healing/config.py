@@ -94,7 +94,8 @@ class HealConfig:
 
     @staticmethod
     def parse_tag(tag: str) -> tuple[str, int, int]:
-        """A :attr:`tag`'s method, budget and seed (a method's name may hold ``-``: ``lora-hidden-t4096-s0``)."""
+        """A :attr:`~depthprune.healing.config.HealConfig.tag`'s method, budget and seed (a method's name may hold
+        ``-``: ``lora-hidden-t4096-s0``)."""
         rest, _, seed = tag.rpartition("-s")
         method, _, tokens = rest.rpartition("-t")
         if not method or not tokens.isdigit() or not seed.isdigit():

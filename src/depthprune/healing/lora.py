@@ -115,8 +115,8 @@ def heal(model: nn.Module, windows: torch.Tensor, cfg: HealConfig, progress: boo
     """Train LoRA adapters on ``windows`` (``cfg.steps`` micro-batches of ``cfg.batch_size``), merge them, and
     return the merged plain model (the same modules as ``model``, adapted in place) with the report.
     ``dense_states``: for ``lora-hidden``, the dense model's last hidden states on the same windows
-    (:func:`dense_hidden`), the targets; the loss is the mean squared error over their mean square, so it reads
-    as a share of their size whatever the model."""
+    (:func:`~depthprune.healing.lora.dense_hidden`), the targets; the loss is the mean squared error over their
+    mean square, so it reads as a share of their size whatever the model."""
     from peft import LoraConfig, get_peft_model
     from tqdm.auto import tqdm
 
