@@ -37,3 +37,30 @@ def test_each_models_time_is_printed_where_the_curve_records_it():
     text = "\n".join(curve_lines(curve("real", model_seconds={"gemma3-270m": 1376.7, "smollm2-135m": 953.6})))
     assert "(per model, the dense evaluation included: gemma3-270m 22.9 min, smollm2-135m 15.9 min)." in text
     assert "each timed when it ran." in "\n".join(curve_lines(curve("real")))
+
+
+def _healed(removed: list[int], acc: float, ppl: float, method: str = "lora"):
+    from depthprune.results.schema import Result, to_json
+    from tests.fixtures import result_v2
+
+    r = to_json(result_v2("m", "ppl", "oneshot", removed, 1.0, budget=len(removed), grid="g",
+                          metrics={"avg_acc": acc, "c4_ppl": ppl}))
+    r["identity"] = {**r["identity"], "heal": f"{method}-t4096-s0"}
+    r["healing"] = {"before_float32": {"metrics": {"avg_acc": 0.5, "c4_ppl": 30.0}, "item_outcomes": {},
+                                       "window_nll": {}}}
+    return Result.of(r)
+
+
+def test_a_second_method_stands_beside_the_first_and_out_of_its_table_and_figure(tmp_path):
+    from depthprune.report.healing import section
+
+    rows = [_healed([1, 2], 0.55, 20.0), _healed([3, 4], 0.60, 25.0),
+            _healed([1, 2], 0.58, 22.0, method="lora-hidden")]
+    text = "\n".join(section(rows, [], tmp_path, str))
+    main_table = text.split("**A second method beside the first**")[0]
+    assert "lora-t4096-s0" in main_table and "lora-hidden" not in main_table
+    assert "| g | m | [1, 2] | lora-hidden-t4096-s0 | 30 → 20 → 22 | 0.5 → 0.55 → 0.58 |" in text
+    assert "Over 1 sets, the other method's avg accuracy minus the main method's: mean +0.0300; higher on 1" in text
+    # a second method's heal with no main heal of its set has nothing to stand beside
+    alone = "\n".join(section([_healed([5, 6], 0.5, 30.0, method="lora-hidden")], [], tmp_path, str))
+    assert "A second method" not in alone

@@ -15,6 +15,7 @@ from typing import Any
 from depthprune.common.jsonio import read_json
 from depthprune.common.text_tables import significant
 from depthprune.experiments.healing_curve import first_written_budget
+from depthprune.healing.config import MAIN_METHOD, HealConfig
 from depthprune.results.schema import Result
 
 #: the peers' budget (Shortened LLaMA, LLM-Pruner: 2 epochs of Alpaca-cleaned's 51,760 samples at a 256-token
@@ -97,6 +98,49 @@ def before_after_lines(healed: Sequence[Result]) -> list[str]:
     return [*lines, ""]
 
 
+def _method(r: Result) -> str:
+    return HealConfig.parse_tag(r.identity.heal)[0] if r.identity.heal else ""
+
+
+def beside_lines(healed: Sequence[Result]) -> list[str]:
+    """Another method's heals (measured on a subset, read by no claim) beside the main method's heal of the same
+    set on the same seed: C4 ppl and avg acc before, after the main method, after the other."""
+    def key(r: Result) -> tuple[Any, ...]:
+        seed = HealConfig.parse_tag(r.identity.heal)[2] if r.identity.heal else -1
+        return r.identity.grid, r.identity.model, tuple(sorted(r["removed"])), seed
+
+    main = {key(r): r for r in healed if _method(r) == MAIN_METHOD}
+    pairs = []
+    for r in healed:
+        if r.identity.heal is None or _method(r) == MAIN_METHOD:
+            continue
+        m = main.get(key(r))
+        if m is not None and r.get("healing", {}).get("before_float32"):
+            pairs.append((m, r))
+    if not pairs:
+        return []
+    methods = sorted({_method(r) for _, r in pairs})
+    lines = [f"**A second method beside the first** ({', '.join(methods)} against {MAIN_METHOD}, on the same sets, "
+             "seeds and windows; DESIGN.md, \"Healing\"). No claim reads it.", "",
+             "| grid | model | removed | heal | C4 ppl before → main → this | avg acc before → main → this |",
+             "|---|---|---|---|---|---|"]
+    for m, r in sorted(pairs, key=lambda p: (p[1].identity.grid or "", p[1].identity.model, sorted(p[1]["removed"]),
+                                             p[1].identity.heal or "")):
+        b = r["healing"]["before_float32"]["metrics"]
+        lines.append(f"| {r.identity.grid} | {r.identity.model} | {sorted(r['removed'])} | {r.identity.heal} | "
+                     f"{_fmt(b.get('c4_ppl'))} → {_fmt(m['metrics'].get('c4_ppl'))} → "
+                     f"{_fmt(r['metrics'].get('c4_ppl'))} | "
+                     f"{_fmt(b.get('avg_acc'))} → {_fmt(m['metrics'].get('avg_acc'))} → "
+                     f"{_fmt(r['metrics'].get('avg_acc'))} |")
+    accs = [(m["metrics"].get("avg_acc"), r["metrics"].get("avg_acc")) for m, r in pairs]
+    accs = [(a, b) for a, b in accs if a is not None and b is not None]
+    if accs:
+        lines += ["", f"Over {len(accs)} sets, the other method's avg accuracy minus the main method's: mean "
+                      f"{sum(b - a for a, b in accs) / len(accs):+.4f}; higher on {sum(b > a for a, b in accs)}, "
+                      f"lower on {sum(b < a for a, b in accs)}."]
+    return [*lines, ""]
+
+
 def figure(healed: Sequence[Result], path: Path) -> Path | None:
     """Each healed cell's avg accuracy before against after, coloured by objective."""
     points = [(r.identity.objective, r["healing"]["before_float32"]["metrics"].get("avg_acc"),
@@ -139,9 +183,11 @@ def section(healed: Sequence[Result], curves: Sequence[Mapping[str, Any]], figur
              "result was read.", ""]
     for curve in curves:
         lines += curve_lines(curve)
-    lines += before_after_lines(healed)
-    for grid in sorted({r.identity.grid or "" for r in healed}):
-        path = figure([r for r in healed if r.identity.grid == grid], figures_dir / f"healing-{grid}.png")
+    main = [r for r in healed if _method(r) == MAIN_METHOD]  # the claims' heals; another method's go beside them
+    lines += before_after_lines(main)
+    lines += beside_lines(healed)
+    for grid in sorted({r.identity.grid or "" for r in main}):
+        path = figure([r for r in main if r.identity.grid == grid], figures_dir / f"healing-{grid}.png")
         if path is not None:
             lines += [f"![healing-{grid}]({link(path)})", ""]
     return lines
