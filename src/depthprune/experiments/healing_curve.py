@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from depthprune.common.jsonio import read_json, write_json_atomic
+from depthprune.healing.budget import choose_budget
 
 START_TOKENS = 2 ** 12
-SHARE = 0.10  # a doubling that recovers less than this share of the remaining gap ends the curve's budget
 #: the rule's revision (module docstring) and the grids whose curves were read before it: their budgets under
 #: it are not blind choices, and REPORT says so
 REVISION = {"date": "2026-12-07", "what": "the share must have stopped growing, r(T) <= r(T/2)",
@@ -61,34 +61,6 @@ def curve_sets(results: Sequence[Any], grid: str) -> dict[str, list[tuple[int, .
 
 def gap(c4_ppl: float, dense_c4_ppl: float) -> float:
     return math.log(c4_ppl) - math.log(dense_c4_ppl)
-
-
-def choose_budget(gaps: Mapping[int, float], cap: int) -> tuple[int, str]:
-    """The rule's budget from the mean gap at each point (tokens -> g(T)), and why: the first doubling that
-    recovers less than ``SHARE`` of the gap left once the returns diminish (module docstring)."""
-    points = sorted(t for t in gaps if t <= cap)
-    before: float | None = None  # r at the previous point
-    for t, nxt in zip(points, points[1:]):
-        g, g2 = gaps[t], gaps[nxt]
-        if g <= 0:
-            return t, f"g({t}) = {g:.4f} <= 0: the heal already matches the dense model"
-        share = (g - g2) / g
-        if share < SHARE and before is not None and share <= before:
-            return t, (f"doubling {t} -> {nxt} recovers {g - g2:.4f} of the {g:.4f} left "
-                       f"({share:.1%} < {SHARE:.0%}, and no more than the doubling before: {before:.1%})")
-        before = share
-    return cap, (f"no doubling below the cap {cap} recovered less than {SHARE:.0%} of the gap left with the returns "
-                 "diminishing: the cap")
-
-
-def first_written_budget(gaps: Mapping[int, float], cap: int) -> int:
-    """The budget the rule as first written (2026-12-06) takes from the same gaps: the first doubling under
-    ``SHARE``, whether or not the returns diminish. Not a rule any more: REPORT says what the revision changed."""
-    points = sorted(t for t in gaps if t <= cap)
-    for t, nxt in zip(points, points[1:]):
-        if gaps[t] <= 0 or (gaps[t] - gaps[nxt]) / gaps[t] < SHARE:
-            return t
-    return cap
 
 
 def cap_tokens(n_jobs: int, tokens_per_second: float, eval_seconds: float, limit_s: float,

@@ -14,7 +14,7 @@ from typing import Any
 
 from depthprune.common.jsonio import read_json
 from depthprune.common.text_tables import significant
-from depthprune.experiments.healing_curve import first_written_budget
+from depthprune.healing.budget import first_written_budget
 from depthprune.healing.config import MAIN_METHOD, HealConfig
 from depthprune.report.claims.healing import seed_spread
 from depthprune.results.schema import Result
