@@ -65,3 +65,13 @@ def test_the_hidden_state_targets_are_the_dense_models_and_made_once_per_model(s
     assert made == [4]  # the dense model's, once for the three sets (their windows are the same)
     heal_removed(session, [1], HealConfig(tokens=256, seq_len=32, method="lora-hidden", seed=6), texts, DATA)
     assert made == [4, 4]  # another seed draws other windows: their targets are made once too
+
+
+def test_a_heal_in_place_leaves_no_dense_targets_behind_for_the_model_it_pruned(tmp_path):
+    from depthprune.healing import pruned
+
+    own = Session.open(str(write_model_dir(tmp_path / "model", n_layers=4)), profile="tiny", dtype="float32")
+    cfg = HealConfig(tokens=256, seq_len=32, method="lora-hidden")
+    healed, _ = heal_removed(own, [1], cfg, random_text(30, 50), DATA, in_place=True)
+    assert healed.config.num_hidden_layers == 3
+    assert own.model not in pruned._TARGETS  # its states were the dense model's; the model is now pruned

@@ -78,10 +78,10 @@ def heal_config(args: argparse.Namespace, profile: str) -> Any:
         raise InputError(f"--heal-tokens: no budget has been chosen for profile {profile!r} "
                          f"(chosen: {', '.join(f'{k} {v}' for k, v in BUDGETS.items()) or 'none'}); give one")
     try:
-        return HealConfig(tokens=tokens, method=args.heal_method, rank=args.lora_rank, alpha=args.lora_alpha, dropout=args.lora_dropout,
-                          target_modules=tuple(args.lora_targets), lr=args.heal_lr, schedule=args.heal_schedule,
-                          warmup_ratio=args.heal_warmup, seq_len=args.heal_seq_len, batch_size=args.heal_batch_size,
-                          seed=args.heal_seed)
+        return HealConfig(tokens=tokens, method=args.heal_method, rank=args.lora_rank, alpha=args.lora_alpha,
+                          dropout=args.lora_dropout, target_modules=tuple(args.lora_targets), lr=args.heal_lr,
+                          schedule=args.heal_schedule, warmup_ratio=args.heal_warmup, seq_len=args.heal_seq_len,
+                          batch_size=args.heal_batch_size, seed=args.heal_seed)
     except ValueError as err:
         raise InputError(f"--heal-*: {err}") from None
 
@@ -178,8 +178,9 @@ def cmd_heal_grid(args: argparse.Namespace) -> int:
     case = _case_grid(args.cases, args.grid)
     if case is not None and case.heal and args.heal_tokens is None and args.budget_from is None:
         defaults = {**vars(args), "heal_tokens": case.heal["tokens"]}
-        for key, flag in (("method", "heal_method"), ("rank", "lora_rank"), ("alpha", "lora_alpha"), ("dropout", "lora_dropout"),
-                          ("lr", "heal_lr"), ("schedule", "heal_schedule"), ("warmup_ratio", "heal_warmup"),
+        for key, flag in (("method", "heal_method"), ("rank", "lora_rank"), ("alpha", "lora_alpha"),
+                          ("dropout", "lora_dropout"), ("lr", "heal_lr"), ("schedule", "heal_schedule"),
+                          ("warmup_ratio", "heal_warmup"),
                           ("seq_len", "heal_seq_len"), ("batch_size", "heal_batch_size"), ("seed", "heal_seed"),
                           ("target_modules", "lora_targets")):
             if key in case.heal:

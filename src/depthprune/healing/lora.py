@@ -126,11 +126,12 @@ def heal(model: nn.Module, windows: torch.Tensor, cfg: HealConfig, progress: boo
     need = cfg.steps * cfg.batch_size
     if windows.shape[0] < need or windows.shape[1] != cfg.seq_len:
         raise ValueError(f"healing: need {need} windows of {cfg.seq_len} tokens, got {tuple(windows.shape)}")
-    hidden = cfg.method == "lora-hidden"
-    if hidden and (dense_states is None or tuple(dense_states.shape[:2]) != tuple(windows.shape)):
+    target = dense_states if cfg.method == "lora-hidden" else None  # None: the language-model loss
+    if cfg.method == "lora-hidden" and (target is None or tuple(target.shape[:2]) != tuple(windows.shape)):
+        got = None if target is None else tuple(target.shape)
         raise ValueError(f"healing: method lora-hidden needs the dense model's last hidden states on the "
-                         f"{tuple(windows.shape)} windows, got {None if dense_states is None else tuple(dense_states.shape)}")
-    scale = float(dense_states[:need].pow(2).mean()) if hidden and dense_states is not None else 1.0
+                         f"{tuple(windows.shape)} windows, got {got}")
+    scale = float(target[:need].pow(2).mean()) if target is not None else 1.0
     linear = block_linear_names(model)
     targets = resolve_targets(linear, cfg.target_modules)
     names = [n for kind, full in sorted(linear.items()) if kind in targets for n in full]
@@ -154,8 +155,8 @@ def heal(model: nn.Module, windows: torch.Tensor, cfg: HealConfig, progress: boo
     for step in range(cfg.steps):
         rows = slice(step * cfg.batch_size, (step + 1) * cfg.batch_size)
         batch = windows[rows].to(device)
-        if hidden and dense_states is not None:  # the same modules, adapted in place: the backbone runs the adapters
-            loss = (last_hidden(model, batch) - dense_states[rows].to(device)).pow(2).mean() / scale
+        if target is not None:  # the same modules, adapted in place: the backbone runs the adapters
+            loss = (last_hidden(model, batch) - target[rows].to(device)).pow(2).mean() / scale
         else:
             loss = peft_model(input_ids=batch, labels=batch).loss
         if not math.isfinite(loss.item()):

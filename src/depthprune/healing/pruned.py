@@ -45,6 +45,7 @@ def heal_removed(session: Session, removed: Sequence[int], cfg: HealConfig, text
     model = session.model if in_place else copy.deepcopy(session.model)
     if in_place:
         session.drop_calibrations()  # their scorers saw the unpruned model
+        _TARGETS.pop(model, None)  # and its hidden states are no longer the dense model's
     prune_layers(model, removed)
     healed, report = heal(model, windows, cfg, progress=progress,
                           window_protocol={**asdict(protocol), "data": dict(data_fingerprint)}, dense_states=dense)

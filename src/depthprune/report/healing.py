@@ -16,7 +16,7 @@ from depthprune.common.jsonio import read_json
 from depthprune.common.text_tables import significant
 from depthprune.healing.budget import first_written_budget
 from depthprune.healing.config import MAIN_METHOD, HealConfig
-from depthprune.report.claims.healing import seed_spread
+from depthprune.report.claims.healing import main_method, seed_spread
 from depthprune.results.schema import Result
 
 #: the peers' budget (Shortened LLaMA, LLM-Pruner: 2 epochs of Alpaca-cleaned's 51,760 samples at a 256-token
@@ -99,10 +99,6 @@ def before_after_lines(healed: Sequence[Result]) -> list[str]:
     return [*lines, ""]
 
 
-def _method(r: Result) -> str:
-    return HealConfig.parse_tag(r.identity.heal)[0] if r.identity.heal else ""
-
-
 def beside_lines(healed: Sequence[Result]) -> list[str]:
     """Another method's heals (measured on a subset, read by no claim) beside the main method's heal of the same
     set on the same seed: C4 ppl and avg acc before, after the main method, after the other."""
@@ -110,17 +106,17 @@ def beside_lines(healed: Sequence[Result]) -> list[str]:
         seed = HealConfig.parse_tag(r.identity.heal)[2] if r.identity.heal else -1
         return r.identity.grid, r.identity.model, tuple(sorted(r["removed"])), seed
 
-    main = {key(r): r for r in healed if _method(r) == MAIN_METHOD}
+    main = {key(r): r for r in healed if main_method(r)}
     pairs = []
     for r in healed:
-        if r.identity.heal is None or _method(r) == MAIN_METHOD:
+        if r.identity.heal is None or main_method(r):
             continue
         m = main.get(key(r))
         if m is not None and r.get("healing", {}).get("before_float32"):
             pairs.append((m, r))
     if not pairs:
         return []
-    methods = sorted({_method(r) for _, r in pairs})
+    methods = sorted({HealConfig.parse_tag(r.identity.heal)[0] for _, r in pairs if r.identity.heal})
     lines = [f"**A second method beside the first** ({', '.join(methods)} against {MAIN_METHOD}, on the same sets, "
              "seeds and windows; DESIGN.md, \"Healing\"). No claim reads it.", "",
              "| grid | model | removed | heal | C4 ppl before → main → this | avg acc before → main → this |",
@@ -136,7 +132,7 @@ def beside_lines(healed: Sequence[Result]) -> list[str]:
     accs = [(m["metrics"].get("avg_acc"), r["metrics"].get("avg_acc")) for m, r in pairs]
     accs = [(a, b) for a, b in accs if a is not None and b is not None]
     if accs:
-        spread = seed_spread([r for r in healed if _method(r) == MAIN_METHOD])
+        spread = seed_spread(healed)  # it reads the main method's heals only
         lines += ["", f"Over {len(accs)} sets, the other method's avg accuracy minus the main method's: mean "
                       f"{sum(b - a for a, b in accs) / len(accs):+.4f}; higher on {sum(b > a for a, b in accs)}, "
                       f"lower on {sum(b < a for a, b in accs)}. Not judged: no claim reads it and no interval is "
@@ -187,7 +183,7 @@ def section(healed: Sequence[Result], curves: Sequence[Mapping[str, Any]], figur
              "result was read.", ""]
     for curve in curves:
         lines += curve_lines(curve)
-    main = [r for r in healed if _method(r) == MAIN_METHOD]  # the claims' heals; another method's go beside them
+    main = [r for r in healed if main_method(r)]  # the claims' heals; another method's go beside them
     lines += before_after_lines(main)
     lines += beside_lines(healed)
     for grid in sorted({r.identity.grid or "" for r in main}):
