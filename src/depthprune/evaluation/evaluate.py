@@ -212,10 +212,13 @@ def run_lm_eval(lm, profile: Profile, cfg: EvalConfig, samples: dict[str, list[i
     (``samples``: lm-eval task -> the item indices to run instead of the limit, as verification does)."""
     from lm_eval import simple_evaluate
 
+    from depthprune.evaluation.env_report import env_report_once
     from depthprune.evaluation.templates import compiled_templates
 
     logging.getLogger("lm-eval").setLevel(logging.WARNING)
-    with compiled_templates():  # each prompt template compiled once, not once per document (same prompts)
+    # each prompt template compiled once, not once per document (the same prompts); lm-eval's environment report
+    # made once per process, not once per evaluation (the same report)
+    with compiled_templates(), env_report_once():
         tasks = list(samples) if samples is not None else list(lm_eval_tasks(profile, cfg))
         return simple_evaluate(model=lm, tasks=tasks, task_manager=profile.task_manager(tasks),
                                limit=cfg.limit if samples is None else None, samples=samples, log_samples=True,
