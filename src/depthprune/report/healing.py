@@ -7,15 +7,20 @@ the result's metrics), so a row differs by the heal alone; the verdicts are the 
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from depthprune.common.jsonio import read_json
 from depthprune.common.text_tables import significant
 from depthprune.healing.budget import first_written_budget
 from depthprune.healing.config import MAIN_METHOD, HealConfig
+from depthprune.report import noise
+from depthprune.report.claims import helpers, load_thresholds
 from depthprune.report.claims.healing import main_method, seed_spread
 from depthprune.results.schema import Result
 
@@ -99,6 +104,39 @@ def before_after_lines(healed: Sequence[Result]) -> list[str]:
     return [*lines, ""]
 
 
+def method_difference(pairs: Sequence[tuple[Result, Result]], label: str, healed: Sequence[Result],
+                      t: Mapping[str, Any] | None = None) -> str:
+    """Over ``pairs`` (the main method's heal, another's, of one set on one seed; one grid and method): the mean over sets of
+    the other's avg accuracy minus the main's, with its noise. Written 2026-12-07, after the tiny grid's point
+    estimates were read, and it judges nothing: both heals of a set are evaluated on the same items, so one
+    bootstrap of the item clusters draws every pair (the healing claims' ``n_resamples``, ``seed``,
+    ``confidence`` and ``power``, ``claims.toml`` [heal-objective]); the interval is its percentiles; the MDE is
+    the bootstrap's, with the heals' seed noise added in quadrature: each difference holds two heals, each
+    moving by the main method's seed SD ``s`` (:func:`~depthprune.report.claims.healing.seed_spread`), so the
+    mean of n differences by ``s`` x sqrt(2 / n)."""
+    t = t if t is not None else load_thresholds()["heal-objective"]
+    accs = [(m["metrics"].get("avg_acc"), r["metrics"].get("avg_acc")) for m, r in pairs]
+    known = [(a, b) for a, b in accs if a is not None and b is not None]
+    if not known:
+        return f"`{label}`: no set has both methods' avg accuracy: not measured."
+    n = len(known)
+    mean = sum(b - a for a, b in known) / n
+    head = (f"`{label}`, over {n} sets, the other method's avg accuracy minus the main method's: mean {mean:+.4f}; "
+            f"higher on {sum(b > a for a, b in known)}, lower on {sum(b < a for a, b in known)}")
+    sols = [m for m, _ in pairs] + [r for _, r in pairs]
+    if len(known) < len(pairs) or helpers.blocks(sols, "avg_acc") is None:
+        return head + ". Its noise is not measured: a heal lacks per-item outcomes. Not judged."
+    _, ((draws, _),) = helpers.measured_groups([sols], "avg_acc", t["n_resamples"], t["seed"])
+    diff = (np.asarray(draws)[:, n:] - np.asarray(draws)[:, :n]).mean(axis=1)
+    low, high = helpers.interval(diff, t["confidence"])
+    spread = seed_spread(healed)  # it reads the main method's heals only
+    mde = math.hypot(helpers.mde(diff, t), noise.z_sum(t["confidence"], t["power"]) * spread * math.sqrt(2 / n))
+    where = ("contains 0" if low <= 0 <= high else "lies above 0" if low > 0 else "lies below 0")
+    return (head + f"; {t['confidence']:.0%} interval over the evaluation's items [{low:+.4f}, {high:+.4f}] "
+            f"({where}), smallest detectable difference {mde:.4f} (the main method's seed SD {spread:.4f} "
+            "included). Not judged: no claim reads it.")
+
+
 def beside_lines(healed: Sequence[Result]) -> list[str]:
     """Another method's heals (measured on a subset, read by no claim) beside the main method's heal of the same
     set on the same seed: C4 ppl and avg acc before, after the main method, after the other."""
@@ -129,15 +167,12 @@ def beside_lines(healed: Sequence[Result]) -> list[str]:
                      f"{_fmt(r['metrics'].get('c4_ppl'))} | "
                      f"{_fmt(b.get('avg_acc'))} → {_fmt(m['metrics'].get('avg_acc'))} → "
                      f"{_fmt(r['metrics'].get('avg_acc'))} |")
-    accs = [(m["metrics"].get("avg_acc"), r["metrics"].get("avg_acc")) for m, r in pairs]
-    accs = [(a, b) for a, b in accs if a is not None and b is not None]
-    if accs:
-        spread = seed_spread(healed)  # it reads the main method's heals only
-        lines += ["", f"Over {len(accs)} sets, the other method's avg accuracy minus the main method's: mean "
-                      f"{sum(b - a for a, b in accs) / len(accs):+.4f}; higher on {sum(b > a for a, b in accs)}, "
-                      f"lower on {sum(b < a for a, b in accs)}. Not judged: no claim reads it and no interval is "
-                      "drawn; for scale, the main method's healed avg accuracy of a set moves by SD "
-                      f"{spread:.4f} between its two seeds (the healing claims' seed spread)."]
+    def where(r: Result) -> tuple[str, str]:
+        return r.identity.grid or "", HealConfig.parse_tag(r.identity.heal or "")[0]
+
+    for grid, method in sorted({where(r) for _, r in pairs}):
+        lines += ["", method_difference([p for p in pairs if where(p[1]) == (grid, method)], f"{grid}, {method}",
+                                        healed)]
     return [*lines, ""]
 
 
