@@ -39,6 +39,7 @@ KINDS: dict[str, str] = {
     "tests/cli/test_commands.py": "integration",
     "tests/model/test_architectures.py": "unit",
     "tests/healing/test_budget.py": "unit",
+    "tests/healing/test_band.py": "unit",
     "tests/healing/test_config.py": "unit",
     "tests/report/test_claims_healing.py": "unit",
     "tests/experiments/test_healing_curve.py": "unit",

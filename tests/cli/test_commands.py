@@ -35,9 +35,9 @@ def test_every_command_answers_help(command, capsys):
 
 def test_every_former_tool_module_is_one_command():
     modules = [module for tools in TOOLS.values() for module, _ in tools.values()] + [REHEARSAL[0]]
-    # the ten former `python -m` tools, `measure rivals`, and healing's three: `build healing`, `measure
-    # healing-curve`, `measure healing-reference`
-    assert len(modules) == len(set(modules)) == 14
+    # the ten former `python -m` tools, `measure rivals`, and healing's four: `build healing`, `measure
+    # healing-curve`, `measure healing-reference`, `measure healing-band`
+    assert len(modules) == len(set(modules)) == 15
     for module in modules:
         path = ROOT / "src" / (module.replace(".", "/") + ".py")
         text = path.read_text()

@@ -33,6 +33,8 @@ TOOLS: dict[str, dict[str, tuple[str, str]]] = {
         "healing-curve": ("depthprune.experiments.healing_curve",
                           "what a heal recovers against its token budget; the budget a grid's heals use"),
         "healing-reference": ("depthprune.healing.reference", "CI's heal of one tiny set, as its stored reference"),
+        "healing-band": ("depthprune.healing.band_heals", "how far CI's heal moves on other float32 kernels: its band "
+                                                    "for a pair of kernel classes"),
         "rivals": ("depthprune.grid.measure_rivals", "the rival answers of cells decided inside a rounding band, "
                                              "found and evaluated (for REPORT's re-judge)"),
     },
