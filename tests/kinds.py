@@ -60,6 +60,7 @@ KINDS: dict[str, str] = {
     "tests/evaluation/test_lm_adapter.py": "integration",
     "tests/evaluation/test_templates.py": "unit",
     "tests/evaluation/test_env_report.py": "unit",
+    "tests/evaluation/test_replacing.py": "unit",
     "tests/model/test_masking.py": "unit",
     "tests/model/test_loading.py": "unit",
     "tests/common/test_params.py": "unit",

@@ -15,11 +15,12 @@ written for runs unchanged, only slower.
 from __future__ import annotations
 
 import copy
-import inspect
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from depthprune.evaluation.replacing import has_function
 
 #: the signature of lm-eval's function that this one stands in for (lm-eval 0.4.8 to 0.4.13 at least)
 _EXPECTED_PARAMETERS = ("storage",)
@@ -28,25 +29,13 @@ _EXPECTED_PARAMETERS = ("storage",)
 _REPORTS: dict[str, dict[str, Any]] = {}
 
 
-def _replaceable(evaluator: Any) -> bool:
-    """Whether ``evaluator`` (lm_eval.evaluator) calls an ``add_env_info(storage)`` that :func:`env_report_once`
-    is written for."""
-    original = getattr(evaluator, "add_env_info", None)
-    if not callable(original):
-        return False
-    try:
-        return tuple(inspect.signature(original).parameters) == _EXPECTED_PARAMETERS
-    except (TypeError, ValueError):
-        return False
-
-
 @contextmanager
 def env_report_once() -> Iterator[None]:
     """Within the block, lm-eval's environment report is made once per process and working directory, and each
     evaluation's result gets a copy of it. lm-eval is left untouched where its ``add_env_info`` is not the expected one."""
     from lm_eval import evaluator
 
-    if not _replaceable(evaluator):
+    if not has_function(evaluator, "add_env_info", _EXPECTED_PARAMETERS):
         yield
         return
     original: Callable[[dict[str, Any]], None] = evaluator.add_env_info

@@ -14,10 +14,11 @@ not the one this was written for runs unchanged, only slower.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from depthprune.evaluation.replacing import has_function
 
 #: the signature of lm-eval's function that this one replaces (lm-eval 0.4.8 to 0.4.13 at least)
 _EXPECTED_PARAMETERS = ("template", "doc")
@@ -26,13 +27,8 @@ _EXPECTED_PARAMETERS = ("template", "doc")
 def _replaceable(utils: Any) -> bool:
     """Whether ``utils`` (lm_eval.utils) has the Jinja environment and ``apply_template(template, doc)``
     that :func:`compiled_templates` is written for."""
-    original = getattr(utils, "apply_template", None)
-    if not callable(original) or not hasattr(getattr(utils, "env", None), "from_string"):
-        return False
-    try:
-        return tuple(inspect.signature(original).parameters) == _EXPECTED_PARAMETERS
-    except (TypeError, ValueError):
-        return False
+    return hasattr(getattr(utils, "env", None), "from_string") and has_function(utils, "apply_template",
+                                                                                  _EXPECTED_PARAMETERS)
 
 
 @contextmanager
