@@ -54,7 +54,7 @@ def relative_differences(here: Sequence[float], reference: Sequence[float]) -> l
 
 def measure(reference_heals: Mapping[str, Any], here_heals: Mapping[str, Any]) -> dict[str, Any]:
     """The band of two runs of the measuring heals (``--heals`` files), one per kernel class."""
-    from depthprune.verify.bands import numeric_class, pair_key
+    from depthprune.verify.bands import numeric_class
 
     sets = sorted(set(reference_heals["records"]) & set(here_heals["records"]))
     if not sets:
@@ -63,18 +63,24 @@ def measure(reference_heals: Mapping[str, Any], here_heals: Mapping[str, Any]) -
                                                                    reference_heals["records"][s][q]))
              for q in QUANTITIES}
     a, b = numeric_class(reference_heals["environment"]), numeric_class(here_heals["environment"])
-    return {"pair": pair_key(a, b), "classes": [a, b], "sets": sets, "largest": worst,
+    return {"pair": pair_of(reference_heals["environment"], here_heals["environment"]), "classes": [a, b], "sets": sets, "largest": worst,
             "band": {q: 2 * v for q, v in worst.items()},
             "environments": [reference_heals["environment"], here_heals["environment"]],
             "rule": "twice the largest relative difference over the measuring heals (depthprune.healing.band)"}
 
 
+def pair_of(reference_env: Mapping[str, Any], here_env: Mapping[str, Any]) -> str:
+    """The pair of numeric classes (:func:`depthprune.verify.bands.numeric_class`) two environment records ran on:
+    the key a healing band is stored and found by."""
+    from depthprune.verify.bands import numeric_class, pair_key
+
+    return pair_key(numeric_class(reference_env), numeric_class(here_env))
+
+
 def band_for(bands: Mapping[str, Any], reference_env: Mapping[str, Any],
              here_env: Mapping[str, Any]) -> dict[str, Any] | None:
     """The measured band of the two records' pair of classes, or None."""
-    from depthprune.verify.bands import numeric_class, pair_key
-
-    return bands.get(pair_key(numeric_class(reference_env), numeric_class(here_env)))
+    return bands.get(pair_of(reference_env, here_env))
 
 
 def within(record: Mapping[str, Any], reference: Mapping[str, Any], band: Mapping[str, Any]) -> tuple[bool, str]:

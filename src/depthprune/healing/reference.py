@@ -78,14 +78,12 @@ def compare(record: dict[str, Any], reference: dict[str, Any],
     if not same:
         measured = band.band_for(bands or {}, reference["environment"], record["environment"])
         if measured is None:
-            from depthprune.verify.bands import numeric_class, pair_key
-
-            pair = pair_key(numeric_class(reference["environment"]), numeric_class(record["environment"]))
+            pair = band.pair_of(reference["environment"], record["environment"])
             return "skip", ("this machine's float32 kernels are not the reference's (kernel fingerprints differ) and no "
                             f"band has been measured for healing on {pair} (depthprune measure healing-band)")
         ok, why = band.within(record, reference, measured)
         return ("within" if ok else "differs"), why
-    for key in ("losses", "probe_nll"):
+    for key in band.QUANTITIES:
         if record[key] != reference[key]:
             diff = [i for i, (a, b) in enumerate(zip(record[key], reference[key])) if a != b]
             return "differs", f"{key} differs from the reference at {diff[:5]} on the reference's kernels"

@@ -124,7 +124,9 @@ def method_difference(pairs: Sequence[tuple[Result, Result]], label: str, healed
     head = (f"`{label}`, over {n} sets, the other method's avg accuracy minus the main method's: mean {mean:+.4f}; "
             f"higher on {sum(b > a for a, b in known)}, lower on {sum(b < a for a, b in known)}")
     sols = [m for m, _ in pairs] + [r for _, r in pairs]
-    if len(known) < len(pairs) or helpers.blocks(sols, "avg_acc") is None:
+    if len(known) < len(pairs):
+        return head + ". Its noise is not measured: a heal lacks its avg accuracy. Not judged."
+    if helpers.blocks(sols, "avg_acc") is None:
         return head + ". Its noise is not measured: a heal lacks per-item outcomes. Not judged."
     _, ((draws, _),) = helpers.measured_groups([sols], "avg_acc", t["n_resamples"], t["seed"])
     diff = (np.asarray(draws)[:, n:] - np.asarray(draws)[:, :n]).mean(axis=1)
@@ -167,8 +169,9 @@ def beside_lines(healed: Sequence[Result]) -> list[str]:
                      f"{_fmt(r['metrics'].get('c4_ppl'))} | "
                      f"{_fmt(b.get('avg_acc'))} → {_fmt(m['metrics'].get('avg_acc'))} → "
                      f"{_fmt(r['metrics'].get('avg_acc'))} |")
-    def where(r: Result) -> tuple[str, str]:
-        return r.identity.grid or "", HealConfig.parse_tag(r.identity.heal or "")[0]
+
+    def where(r: Result) -> tuple[str, str]:  # r is another method's heal: its tag is set
+        return r.identity.grid or "", HealConfig.parse_tag(str(r.identity.heal))[0]
 
     for grid, method in sorted({where(r) for _, r in pairs}):
         lines += ["", method_difference([p for p in pairs if where(p[1]) == (grid, method)], f"{grid}, {method}",
