@@ -77,6 +77,29 @@ def test_token_requests_equal_stock_hflm(removed):
     assert stats.tokens < stats.stock_tokens  # the shared contexts ran once
 
 
+def test_encodings_are_lm_evals_own_remembered_across_adapters_and_each_callers_own(monkeypatch):
+    model = random_model("llama", n_layers=2)
+    tok = char_tokenizer()
+    stock = HFLM(pretrained=model, tokenizer=tok, batch_size=4, max_length=64)
+    calls = [(s, {}) for s in ("a b", "abc", "<bos>ab", " ")] + [("abcdef", {"left_truncate_len": 3}),
+                                                                  ("abc", {"add_special_tokens": False})]
+    expected = [stock.tok_encode(s, **kw) for s, kw in calls]
+    first = SharedPrefixLM(pretrained=model, tokenizer=tok, batch_size=4, max_length=64)
+    assert [first.tok_encode(s, **kw) for s, kw in calls] == expected
+    encoded = []
+    real_encode = tok.encode
+    monkeypatch.setattr(tok, "encode", lambda *a, **k: encoded.append(a) or real_encode(*a, **k))
+    second = SharedPrefixLM(pretrained=model, tokenizer=tok, batch_size=4, max_length=64)  # the next evaluation
+    assert [second.tok_encode(s, **kw) for s, kw in calls] == expected
+    assert encoded == []  # remembered: the tokenizer was not asked again
+    mine = second.tok_encode("abc")
+    mine.append(99)  # a caller's list is its own
+    assert second.tok_encode("abc") == expected[1]
+    tok.add_tokens(["ab"])  # another vocabulary: encoded afresh, as lm-eval itself does
+    assert second.tok_encode("abc") == HFLM.tok_encode(second, "abc") != expected[1]
+    assert encoded != []
+
+
 def test_dense_states_are_reused_below_the_first_removed_block_with_the_same_answers():
     """Evaluate removal sets one after another on one model: the later ones start from the stored
     dense states where they may, and every answer equals a full forward's (bit for bit)."""

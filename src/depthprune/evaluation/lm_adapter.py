@@ -42,6 +42,7 @@ stock ``HFLM`` with a warning if they differ.
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,11 @@ TokRequest = tuple[tuple[str, str] | None, list[int], list[int]]
 
 #: Ours: a packed row is at most this many tokens, or the longest single request if longer.
 PACK_TOKENS = 1024
+
+#: Per tokenizer, lm-eval's encoding of each string it was asked for (``HFLM.tok_encode``'s own output, kept):
+#: every evaluation of a model builds a new adapter and encodes the same requests again, ~1 s of a tiny model's
+#: ~13 s evaluation (tiny-llama3, one thread: docs/measurements.md). Keyed by everything the encoding reads.
+_ENCODINGS: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], tuple[int, ...]]] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -224,6 +230,21 @@ class SharedPrefixLM(HFLM):
         return int(window)
 
     # -- lm-eval API ---------------------------------------------------------------------------
+    def tok_encode(self, string: str, *args: Any, **kwargs: Any) -> list[int]:
+        """``HFLM.tok_encode``, remembered per tokenizer across evaluations (:data:`_ENCODINGS`). The key holds
+        every input of the encoding: the string, lm-eval's arguments, its BOS settings and the vocabulary's size
+        (a token added since is a new vocabulary). A caller gets a list of its own."""
+        try:
+            key = (string, args, tuple(sorted(kwargs.items())), self.add_bos_token, self.prefix_token_id,
+                   len(self.tokenizer))
+            hash(key)
+            memo = _ENCODINGS.setdefault(self.tokenizer, {})
+        except TypeError:  # an unhashable argument, or a tokenizer that takes no weak reference: not remembered
+            return super().tok_encode(string, *args, **kwargs)
+        if key not in memo:
+            memo[key] = tuple(super().tok_encode(string, *args, **kwargs))
+        return list(memo[key])
+
     def _loglikelihood_tokens(self, requests: list[TokRequest], disable_tqdm: bool = False,
                               override_bs: int | None = None) -> list[tuple[float, bool]]:
         if not requests:
