@@ -67,7 +67,7 @@ def test_a_second_method_stands_beside_the_first_and_out_of_its_table_and_figure
     main_table = text.split("**A second method beside the first**")[0]
     assert "lora-t4096-s0" in main_table and "lora-hidden" not in main_table
     assert "| g | m | [1, 2] | lora-hidden-t4096-s0 | 30 → 20 → 22 | 0.5 → 0.55 → 0.58 |" in text
-    assert ("`g, lora-hidden`, over 1 sets, the other method's avg accuracy minus the main method's: mean +0.0300; "
+    assert ("`g, lora-hidden`, over 1 sets (m), the other method's avg accuracy minus the main method's: mean +0.0300; "
             "higher on 1") in text
     # a second method's heal with no main heal of its set has nothing to stand beside
     alone = _text([_healed([5, 6], 0.5, 30.0, method="lora-hidden")], tmp_path)
