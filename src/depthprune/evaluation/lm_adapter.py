@@ -62,8 +62,8 @@ TokRequest = tuple[tuple[str, str] | None, list[int], list[int]]
 PACK_TOKENS = 1024
 
 #: Per tokenizer, lm-eval's encoding of each string it was asked for (``HFLM.tok_encode``'s own output, kept):
-#: every evaluation of a model builds a new adapter and encodes the same requests again, ~1 s of a tiny model's
-#: ~13 s evaluation (tiny-llama3, one thread: docs/measurements.md). Keyed by everything the encoding reads.
+#: every evaluation of a model builds a new adapter and encodes the same requests again: 0.8-1.0 s of each
+#: tiny-llama3 evaluation, 0.05 s remembered (one thread: docs/measurements.md). Keyed by everything it reads.
 _ENCODINGS: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], tuple[int, ...]]] = weakref.WeakKeyDictionary()
 
 

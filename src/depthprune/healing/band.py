@@ -63,7 +63,8 @@ def measure(reference_heals: Mapping[str, Any], here_heals: Mapping[str, Any]) -
                                                                    reference_heals["records"][s][q]))
              for q in QUANTITIES}
     a, b = numeric_class(reference_heals["environment"]), numeric_class(here_heals["environment"])
-    return {"pair": pair_of(reference_heals["environment"], here_heals["environment"]), "classes": [a, b], "sets": sets, "largest": worst,
+    return {"pair": pair_of(reference_heals["environment"], here_heals["environment"]), "classes": [a, b],
+            "sets": sets, "largest": worst,
             "band": {q: 2 * v for q, v in worst.items()},
             "environments": [reference_heals["environment"], here_heals["environment"]],
             "rule": "twice the largest relative difference over the measuring heals (depthprune.healing.band)"}

@@ -122,8 +122,8 @@ def method_difference(pairs: Sequence[tuple[Result, Result]], label: str, healed
     n = len(known)
     mean = sum(b - a for a, b in known) / n
     models = ", ".join(sorted({m.identity.model for m, _ in pairs}))
-    head = (f"`{label}`, over {n} sets ({models}), the other method's avg accuracy minus the main method's: mean {mean:+.4f}; "
-            f"higher on {sum(b > a for a, b in known)}, lower on {sum(b < a for a, b in known)}")
+    head = (f"`{label}`, over {n} sets ({models}), the other method's avg accuracy minus the main method's: "
+            f"mean {mean:+.4f}; higher on {sum(b > a for a, b in known)}, lower on {sum(b < a for a, b in known)}")
     sols = [m for m, _ in pairs] + [r for _, r in pairs]
     if len(known) < len(pairs):
         return head + ". Its noise is not measured: a heal lacks its avg accuracy. Not judged."
