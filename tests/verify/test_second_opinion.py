@@ -98,3 +98,22 @@ def test_a_second_opinion_whose_sets_failed_is_not_evaluated(cell, monkeypatch):
     verified = second_check(Opinion(far=False), result, calibration_of(result), bands, 0, CI, evaluate=True)
     assert verified.status != FAILED and len(evaluated) == 1
     assert numeric_class(result["environment"]) == failed.recorded_class
+
+
+@pytest.mark.parametrize("first", ["verified", "failed"])
+def test_the_second_opinion_re_evaluates_only_where_the_first_evaluation_did_not_verify(cell, monkeypatch, first):
+    """An evaluation that verified across precisions stands (as in the grid's check, which never re-evaluates);
+    one that failed is asked again in the recorded precision."""
+    evaluated = []
+    monkeypatch.setattr(remeasure_module.ev, "measure_here", lambda *a, **k: evaluated.append(a) or None)
+    outcomes = iter([first, "verified"])  # the first check's evaluation, then the second's (where it is made)
+    monkeypatch.setattr(remeasure_module.ev, "check_evaluation",
+                        lambda *a, **k: remeasure_module.ev.EvalCheck(status=next(outcomes)))
+    checks, _ = remeasure(cell, table(across=-1.0, same=1.0), progress=False, evaluate=True, dtype="float32",
+                          sample=CI)
+    got = checks[0]
+    assert got.status == BY_PRECISION and got.evaluation.status == first
+    if first == "verified":
+        assert len(evaluated) == 1 and got.second.evaluation is None
+    else:
+        assert len(evaluated) == 2 and got.second.evaluation.status == "verified"

@@ -286,8 +286,8 @@ def band_differences(results: Sequence[Result], measured: dict[frozenset[int], f
 
 def second_check(opinion: Any, result: Result, key: tuple[str, str, str], table: dict[str, Any], seed: int,
                  sample: Sample, evaluate: bool) -> CellCheck:
-    """``result`` checked again, whole, in ``opinion``'s precision (:mod:`depthprune.verify.second`), against the
-    bands of its recorded class against that one."""
+    """``result`` checked again in ``opinion``'s precision (:mod:`depthprune.verify.second`), against the bands of
+    its recorded class against that one: every set and decision, and its sample re-evaluated where ``evaluate``."""
     recorded_class, model = numeric_class(result["environment"]), result.identity.model
     scorer = opinion.scorer(key)  # opens the second session: its class is known after it
 
@@ -468,7 +468,11 @@ def remeasure(results: Sequence[Result], table: dict[str, Any], seed: int = 0, p
                     if second_opinion and check.status == FAILED and check.replay.status != REPLAY_FAILED \
                             and want is not None and want != precision({"dtype": session.dtype}):
                         opinion = seconds.setdefault(want, SecondOpinion(model, want))
-                        check.second = second_check(opinion, r, key, table, seed, sample, evaluable(r))
+                        # its evaluation only where this one's did not verify: one that verified across
+                        # precisions is not asked again (the grid's check never re-evaluates: verify.second)
+                        evaluation_verified = check.evaluation is not None and check.evaluation.status == ev.VERIFIED
+                        check.second = second_check(opinion, r, key, table, seed, sample,
+                                                    evaluable(r) and not evaluation_verified)
                         if check.second.status == VERIFIED:
                             check.status = BY_PRECISION
                     check.elapsed = time.perf_counter() - start

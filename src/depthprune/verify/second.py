@@ -12,7 +12,10 @@ against the bands of the recorded class against that second class, by the same r
 in both precisions; a difference of precision alone verifies in the recorded one. The cell is then **VERIFIED IN
 ITS RECORDED PRECISION**: reported with the first check's failure (how far the other precision moved it) and the
 second check. (Since 2026-12-07 a second check whose sets fail is not evaluated: no evaluation lifts a
-failure.) Where the second check fails too, or cannot be made (no band for the second pair), the cell stays
+failure. Since 2026-12-07, on an AMD EPYC, neither is one whose first check's evaluation verified across
+precisions: that evaluation stands, as it always did in the grid's check, which never re-evaluates; so the two
+checks decide a cell alike, and an AVX2-only CPU no longer spends a second evaluation in emulated bf16 on it.)
+Where the second check fails too, or cannot be made (no band for the second pair), the cell stays
 FAILED. On a CPU without native bf16 the second opinion runs on ATen's emulated bf16 (slow: only failed cells
 ask for it); ``depthprune verify --no-second-opinion`` skips it.
 """
