@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -205,7 +206,10 @@ def test_an_unreadable_throughput_file_is_a_usage_error(tmp_path, capsys):
 
 @pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs a git checkout")
 def test_the_working_tree_fits_what_the_device_tool_carries(capsys):
-    total, files = device_check.tree_bytes(ROOT)
+    """The repository's own files, tracked: with untracked ones counted, other tests' transient files in the same
+    checkout raced with this one (CI on an AMD EPYC, 2026-12-07: 74.7 MB counted, 54.6 MB tracked)."""
+    total, files = device_check.tree_bytes(ROOT, untracked=False)
     assert 0 < total < device_check.TREE_LIMIT
-    assert cli(["measure", "device", "--tree-size"]) == 0  # the same count, from the checkout the module lives in
-    assert f"{files} files, {total / 2**20:.2f} MiB (limit 64 MiB)" in capsys.readouterr().out
+    assert cli(["measure", "device", "--tree-size"]) == 0  # tracked and untracked, from the module's checkout
+    said = re.search(r"(\d+) files, ([\d.]+) MiB \(limit 64 MiB\)", capsys.readouterr().out)
+    assert said and int(said.group(1)) >= files and float(said.group(2)) >= round(total / 2**20, 2) - 0.005

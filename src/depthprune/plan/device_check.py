@@ -377,10 +377,12 @@ class Check:
 _CHECKOUT = Path(__file__).resolve().parents[3]
 
 
-def tree_bytes(root: str | Path = _CHECKOUT) -> tuple[int, int]:
+def tree_bytes(root: str | Path = _CHECKOUT, untracked: bool = True) -> tuple[int, int]:
     """(bytes, files) the device tool sends: tracked files plus untracked ones git does not ignore
-    (of the checkout this module lives in, by default)."""
-    listing = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
+    (of the checkout this module lives in, by default). ``untracked=False``: the tracked files only, what a
+    clean clone sends (a test suite's own transient files in the checkout are not the repository's)."""
+    others = ["--others", "--exclude-standard"] if untracked else []
+    listing = subprocess.run(["git", "ls-files", "-z", "--cached", *others], cwd=root,
                              capture_output=True, check=True, timeout=60).stdout
     total = files = 0
     for name in {n for n in listing.decode().split("\0") if n}:
