@@ -115,13 +115,14 @@ def method_difference(pairs: Sequence[tuple[Result, Result]], label: str, healed
     moving by the main method's seed SD ``s`` (:func:`~depthprune.report.claims.healing.seed_spread`), so the
     mean of n differences by ``s`` x sqrt(2 / n)."""
     t = t if t is not None else load_thresholds()["heal-objective"]
-    accs = [(m["metrics"].get("avg_acc"), r["metrics"].get("avg_acc")) for m, r in pairs]
-    known = [(a, b) for a, b in accs if a is not None and b is not None]
+    both = [(m, r) for m, r in pairs if m["metrics"].get("avg_acc") is not None
+            and r["metrics"].get("avg_acc") is not None]
+    known = [(m["metrics"]["avg_acc"], r["metrics"]["avg_acc"]) for m, r in both]
     if not known:
         return f"`{label}`: no set has both methods' avg accuracy: not measured."
     n = len(known)
     mean = sum(b - a for a, b in known) / n
-    models = ", ".join(sorted({m.identity.model for m, _ in pairs}))
+    models = ", ".join(sorted({m.identity.model for m, _ in both}))  # the models of the n sets counted
     head = (f"`{label}`, over {n} sets ({models}), the other method's avg accuracy minus the main method's: "
             f"mean {mean:+.4f}; higher on {sum(b > a for a, b in known)}, lower on {sum(b < a for a, b in known)}")
     sols = [m for m, _ in pairs] + [r for _, r in pairs]
