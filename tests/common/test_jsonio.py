@@ -7,6 +7,7 @@ import json
 import lzma
 import os
 import re
+import stat
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,15 @@ def test_jsonl_errors_name_file_and_line(tmp_path: Path) -> None:
     xz.write_bytes(lzma.compress(b'{"a": 1}\n')[:-8])  # a cut copy
     with pytest.raises(JSONFileError, match=r"rows\.jsonl\.xz: not a complete xz file"):
         jsonio.read_jsonl(xz)
+
+
+def test_an_atomic_write_gets_the_mode_a_plain_write_gets(tmp_path: Path) -> None:
+    """Not mkstemp's 0600: a results folder on a shared cluster disk stays readable to the group (umask)."""
+    from depthprune.common.jsonio import write_json_atomic
+
+    plain, atomic = tmp_path / "plain.json", tmp_path / "atomic.json"
+    plain.write_text("{}")
+    write_json_atomic(atomic, {})
+    assert stat.S_IMODE(atomic.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
+    write_json_atomic(atomic, {"again": 1})  # replacing keeps it
+    assert stat.S_IMODE(atomic.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
