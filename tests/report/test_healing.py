@@ -39,11 +39,12 @@ def _items(acc: float) -> dict:
     return {"t": {"acc": "1" * k + "0" * (N - k)}}
 
 
-def _healed(removed: list[int], acc: float, ppl: float, method: str = "lora", items: bool = True, seed: int = 0):
+def _healed(removed: list[int], acc: float, ppl: float, method: str = "lora", items: bool = True, seed: int = 0,
+            grid: str = "g"):
     from depthprune.results.schema import Result, to_json
     from tests.fixtures import result_v2
 
-    r = to_json(result_v2("m", "ppl", "oneshot", removed, 1.0, budget=len(removed), grid="g",
+    r = to_json(result_v2("m", "ppl", "oneshot", removed, 1.0, budget=len(removed), grid=grid,
                           metrics={"avg_acc": acc, "c4_ppl": ppl}))
     r["identity"] = {**r["identity"], "heal": f"{method}-t4096-s{seed}"}
     protocol = {"zero_shot": {"headline_metric": {"t": "acc"}}}
@@ -89,6 +90,20 @@ def test_the_methods_difference_carries_its_interval_and_mde_and_can_come_out_ei
     mde = float(far.split("smallest detectable difference ")[1].split()[0])
     seeded = rows(0.05) + [_healed([i, 9], acc + 0.04, 20.0, seed=1) for i, acc in enumerate((0.50, 0.55, 0.60, 0.65))]
     assert float(_text(seeded, tmp_path).split("smallest detectable difference ")[1].split()[0]) > mde
+
+
+def test_a_grids_method_difference_reads_the_seed_noise_of_its_own_heals_only(tmp_path):
+    """Another grid's heals on two seeds measure other models: they leave this grid's MDE as it is (REPORT's real
+    line read the tiny grid's seed pairs until 2026-12-07)."""
+    def mde(text: str, label: str) -> float:
+        return float(text.split(f"`{label}`")[1].split("smallest detectable difference ")[1].split()[0])
+
+    base = []
+    for i, acc in enumerate((0.50, 0.55, 0.60, 0.65)):
+        base += [_healed([i, 9], acc, 20.0), _healed([i, 9], acc + 0.05, 20.0, method="lora-hidden")]
+    other = [_healed([i, 8], acc, 20.0, grid=grid, seed=seed)
+             for grid, seed, acc in (("h", 0, 0.50), ("h", 1, 0.60)) for i in range(3)]
+    assert mde(_text(base + other, tmp_path), "g, lora-hidden") == mde(_text(base, tmp_path), "g, lora-hidden")
 
 
 def test_without_per_item_outcomes_the_noise_is_not_measured(tmp_path):

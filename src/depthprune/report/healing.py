@@ -176,8 +176,9 @@ def beside_lines(healed: Sequence[Result]) -> list[str]:
         return r.identity.grid or "", HealConfig.parse_tag(str(r.identity.heal))[0]
 
     for grid, method in sorted({where(r) for _, r in pairs}):
+        # the seed noise of this grid's own heals: another grid's seed pairs measure other models
         lines += ["", method_difference([p for p in pairs if where(p[1]) == (grid, method)], f"{grid}, {method}",
-                                        healed)]
+                                        [r for r in healed if (r.identity.grid or "") == grid])]
     return [*lines, ""]
 
 
