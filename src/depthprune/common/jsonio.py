@@ -21,7 +21,7 @@ import json
 import lzma
 import os
 import re
-import tempfile
+import uuid
 import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -122,26 +122,16 @@ def canonical(obj: Any, default: Callable[[Any], Any] | None = None) -> str:
     return json.dumps(obj, sort_keys=True, default=default)
 
 
-def _process_umask() -> int:
-    """This process's umask, read once at import (``os.umask`` can only be read by setting it, process-wide)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-#: the mode a plain ``open(path, "w")`` gives a new file here; :func:`tempfile.mkstemp` makes 0600 files, and a
-#: results folder or archive written through it was unreadable to the other users of a shared cluster folder
-FILE_MODE = 0o666 & ~_process_umask()
-
-
 def _replace_atomically(path: Path, data: bytes) -> None:
     """Write ``data`` to a temporary file beside ``path``, synced, then rename it over ``path``: a reader sees
     the old file or the new one, never half of one; a failure leaves the old file whole and no temporary file.
-    The file gets the mode a plain write would (:data:`FILE_MODE`), not the temporary file's 0600."""
+    The temporary file is opened as a plain write opens one (0666 less the process's umask at the time), not
+    as :func:`tempfile.mkstemp` does (0600), which left results and archives unreadable to the other users of a
+    shared cluster folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
