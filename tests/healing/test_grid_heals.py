@@ -31,6 +31,10 @@ def test_the_plan_heals_each_set_once_with_the_dense_control_and_a_seed_subset()
     assert not [j for j in plan_jobs(sets, second_seed=None) if j.seed != 0]
 
 
+#: the tests that read ``grid_results`` on one xdist worker: its searches and evaluations then run once, not on both
+_ONE_WORKER = pytest.mark.xdist_group("grid-heals")
+
+
 @pytest.fixture(scope="module")
 def grid_results(tmp_path_factory) -> tuple[Path, list]:
     root = Path(tmp_path_factory.mktemp("grid"))
@@ -48,6 +52,7 @@ def grid_results(tmp_path_factory) -> tuple[Path, list]:
     return root, results
 
 
+@_ONE_WORKER
 def test_a_grid_heal_resumes_with_the_jobs_left_and_only_healed_readers_see_it(grid_results, monkeypatch):
     root, results = grid_results
     monkeypatch.chdir(root)  # the results name their model "model": the grid heal opens it by that name, as a
@@ -75,6 +80,7 @@ def test_a_grid_heal_resumes_with_the_jobs_left_and_only_healed_readers_see_it(g
     assert asdict(HealJob("m", (1,), 0))["removed"] == (1,)
 
 
+@_ONE_WORKER
 def test_a_second_seed_reuses_its_sets_evaluation_before_healing(grid_results, monkeypatch):
     """The unhealed set's float32 evaluation is evaluated once per set, whatever the number of seeds healing it."""
     from depthprune.healing import grid_heals

@@ -59,12 +59,18 @@ def _run(cap: dict[str, str]) -> dict:
     return {int(t): run for t, run in json.loads(out.strip().splitlines()[-1]).items()}
 
 
+#: the tests that read ``runs`` on one xdist worker, so its four processes (~22 s of a worker) start once, not on
+#: both workers (a .ci/run-like profile on an AMD EPYC, 2026-12-07, ran them twice)
+_ONE_WORKER = pytest.mark.xdist_group("kernel-identity-caps")
+
+
 @pytest.fixture(scope="module")
 def runs() -> dict[str, dict]:
     """Each cap's process: the fingerprint and a forward's bits at 1 and 2 threads (one process per cap)."""
     return {name: _run(cap) for name, cap in CAPS.items()}
 
 
+@_ONE_WORKER
 def test_a_cap_that_changes_a_forwards_bits_changes_the_fingerprint(runs):
     for threads in (1, 2):
         base = runs["uncapped"][threads]
@@ -76,6 +82,7 @@ def test_a_cap_that_changes_a_forwards_bits_changes_the_fingerprint(runs):
                         f"fingerprint: {run[threads]['fingerprint']['products']} vs {base['fingerprint']['products']}")
 
 
+@_ONE_WORKER
 def test_the_fingerprint_is_the_same_in_another_process_at_each_thread_count(runs):
     """Equal across processes at the suite's thread counts (1 per grid worker, 2 for a single process); the
     thread count is part of it, so a record made at 1 thread never counts as one made at 2."""
