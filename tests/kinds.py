@@ -62,6 +62,7 @@ KINDS: dict[str, str] = {
     "tests/evaluation/test_env_report.py": "unit",
     "tests/evaluation/test_replacing.py": "unit",
     "tests/model/test_masking.py": "unit",
+    "tests/model/test_output_head.py": "unit",
     "tests/model/test_loading.py": "unit",
     "tests/common/test_params.py": "unit",
     "tests/model/test_precision.py": "integration",

@@ -130,10 +130,35 @@ class OutputHead:
             self._weight_f32 = (key, weight.detach().float())
         return self._weight_f32[1]
 
-    def target_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """log p(targets[n] | hidden[n]) for flat ``hidden`` [N, H] and ``targets`` [N]."""
-        out = self.per_chunk(self._chunk_logprobs, hidden, targets)
-        return torch.cat(out) if out else hidden.new_zeros(0, dtype=torch.float32)
+    def target_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor,
+                        rows: torch.Tensor | None = None) -> torch.Tensor:
+        """log p(targets[n] | hidden[n]) for flat ``hidden`` [N, H] and ``targets`` [N]; with ``rows`` [N],
+        log p(targets[n] | hidden[rows[n]]) for ``hidden`` [U, H]: a state several targets are read from (each
+        option's first token after a prompt the options share) goes through the head once, not once per target.
+        A row's logits are the same either way where the product's rows do not depend on the rows beside them
+        (tests/model/test_output_head.py checks it on the machine it runs on)."""
+        if rows is None:
+            out = self.per_chunk(self._chunk_logprobs, hidden, targets)
+            return torch.cat(out) if out else hidden.new_zeros(0, dtype=torch.float32)
+        if targets.shape != rows.shape:
+            raise ValueError(f"rows and targets must pair up, got shapes {tuple(rows.shape)} and {tuple(targets.shape)}")
+        order = torch.argsort(rows, stable=True)  # each chunk of states reads a contiguous run of targets
+        rows_in_order, targets_in_order = rows[order], targets[order]
+        grad = torch.is_grad_enabled() and hidden.requires_grad
+        step = self.grad_chunk_tokens() if grad else self.chunk_tokens
+        bounds = torch.searchsorted(rows_in_order, torch.arange(0, hidden.shape[0] + step, step,
+                                                                device=rows.device)).tolist()
+        out = []
+        for k, start in enumerate(range(0, hidden.shape[0], step)):
+            lo, hi = bounds[k], bounds[k + 1]
+            if lo == hi:
+                continue
+            args = (hidden[start : start + step], rows_in_order[lo:hi] - start, targets_in_order[lo:hi])
+            out.append(checkpoint(self._chunk_shared_logprobs, *args, use_reentrant=False) if grad
+                       else self._chunk_shared_logprobs(*args))
+        if not out:
+            return hidden.new_zeros(0, dtype=torch.float32)
+        return torch.cat(out)[torch.argsort(order)]  # back to the targets' own order
 
     def grad_chunk_tokens(self) -> int:
         """:func:`~depthprune.model.output_head.grad_chunk_rows` for this head's vocabulary
@@ -153,6 +178,22 @@ class OutputHead:
             chunk = [t[start : start + step] for t in flat]
             out.append(checkpoint(fn, *chunk, use_reentrant=False) if grad else fn(*chunk))
         return out
+
+    def _chunk_shared_logprobs(self, hidden: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """log p(targets[n] | hidden[rows[n]]) for ``rows`` sorted: each slice of states' logits, the targets it
+        serves picked and then its log-normalizer taken once per state (as :meth:`_chunk_logprobs` does per row)."""
+        out = []
+        for span, logits in self.logit_rows(hidden):
+            start = span.start or 0
+            stop = hidden.shape[0] if span.stop is None else min(span.stop, hidden.shape[0])
+            lo, hi = torch.searchsorted(rows, torch.tensor([start, stop], device=rows.device)).tolist()
+            if lo == hi:
+                continue
+            local = rows[lo:hi] - start
+            picked = logits[local, targets[lo:hi]]
+            norm = torch.logsumexp(logits, dim=-1) if logits.requires_grad else _logsumexp_(logits)
+            out.append(picked - norm[local])
+        return torch.cat(out) if len(out) != 1 else out[0]
 
     def _chunk_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         out = []
