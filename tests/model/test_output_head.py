@@ -25,7 +25,8 @@ def case():
     model = random_model("llama", n_layers=2)
     states = torch.randn(37, model.config.hidden_size)
     # every state read by 1-4 targets, the targets in no particular order (as options after a shared prompt)
-    rows = torch.cat([torch.full((1 + i % 4,), i) for i in range(37)])[torch.randperm(37 * 2 + 17 + 1)[:91] % 91]
+    rows = torch.cat([torch.full((1 + i % 4,), i) for i in range(37)])
+    rows = rows[torch.randperm(len(rows))]
     targets = torch.randint(0, model.config.vocab_size, rows.shape)
     return model, states, rows, targets
 
