@@ -10,16 +10,22 @@ import json
 import random
 import string
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
-from tokenizers import Tokenizer, models, pre_tokenizers, processors
-from transformers import AutoModelForCausalLM, LlamaConfig, MistralConfig, PreTrainedTokenizerFast, Qwen3Config
+
+if TYPE_CHECKING:  # transformers is imported where it is used: pytest's controller loads this file with the
+    # conftests, and importing transformers there (~4 s) delayed every xdist worker's start
+    from transformers import PreTrainedTokenizerFast
 
 ALPHABET = string.ascii_lowercase + " .,\n"
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 
 
 def char_tokenizer() -> PreTrainedTokenizerFast:
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
     vocab = {tok: i for i, tok in enumerate(SPECIALS + list(ALPHABET))}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Split("", behavior="isolated")
@@ -31,6 +37,8 @@ def char_tokenizer() -> PreTrainedTokenizerFast:
 
 
 def config_for(arch: str, n_layers: int = 6, vocab_size: int = len(SPECIALS) + len(ALPHABET)):
+    from transformers import LlamaConfig, MistralConfig, Qwen3Config
+
     kw = dict(vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=n_layers,
               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
               bos_token_id=1, eos_token_id=2, pad_token_id=0)
@@ -46,6 +54,8 @@ def config_for(arch: str, n_layers: int = 6, vocab_size: int = len(SPECIALS) + l
 
 
 def random_model(arch: str, n_layers: int = 6, seed: int = 0):
+    from transformers import AutoModelForCausalLM
+
     torch.manual_seed(seed)
     return AutoModelForCausalLM.from_config(config_for(arch, n_layers), attn_implementation="sdpa").eval()
 
