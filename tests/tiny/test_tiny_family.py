@@ -204,14 +204,16 @@ _ON_ONE_WORKER = pytest.mark.xdist_group("tiny-check")
 
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory):
-    """``check_model`` on a copy of tiny-llama3, small sizes, lm-eval limited to 2 items per task."""
+    """``check_model`` on a copy of tiny-llama3, small sizes: lm-eval limited to 2 items per task, perplexity on 4
+    windows of C4 (the profile's 88 of WikiText and 64 of C4 took ~11 s of the fixture's ~30; what these tests check of the
+    perplexity is that the card and README carry it)."""
     import shutil
 
     from depthprune.tiny.check import check_model
 
     d = tmp_path_factory.mktemp("check") / "tiny-llama3"
     shutil.copytree(ASSETS / "models" / "tiny-llama3", d)
-    res = check_model(d, n_samples=4, n_items=16, limit=2)
+    res = check_model(d, n_samples=4, n_items=16, limit=2, eval_settings={"perplexity": ("c4",), "c4_windows": 4})
     return d, res
 
 
@@ -295,6 +297,7 @@ def test_check_writes_card_and_readme(checked):
     assert '"/' not in json.dumps(res)  # no absolute paths of this machine
     readme = (d / "README.md").read_text()
     assert "## Measured quality" in readme and "| tiny_hellaswag |" in readme and "| 15 |" in readme
+    assert res["perplexity"]["protocol"]["c4"]["n_samples"] == 4 and "| c4_ppl |" in readme
 
 
 @pytest.mark.parametrize("name", MODELS)

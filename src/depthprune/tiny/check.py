@@ -30,6 +30,7 @@ Results are stored under ``"evaluation"`` in the model's card.json (and README).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -148,10 +149,12 @@ def zero_shot_entry(evaluation, profile) -> dict[str, Any]:
 @keeps_torch_threads
 def check_model(model: str | Path, threads: int = 1, limit: int | None = None, sweep: bool = True,
                 lm_eval: bool = True, write: bool = True, n_samples: int | None = None,
-                n_items: int | None = None, device: str = "cpu") -> dict:
+                n_items: int | None = None, device: str = "cpu",
+                eval_settings: Mapping[str, Any] | None = None) -> dict:
     """Measure one tiny model through the core; with ``write``, store it in its card.
 
-    ``n_samples`` / ``n_items`` override the tiny profile's ppl / margin sizes (for tests);
+    ``n_samples`` / ``n_items`` override the tiny profile's ppl / margin sizes, ``eval_settings`` its evaluation
+    settings (:class:`~depthprune.data.protocol.EvalConfig` fields; for tests, e.g. fewer windows);
     ``sweep=False`` keeps the dense losses only (the prior is computed either way).
     """
     import torch
@@ -183,7 +186,7 @@ def check_model(model: str | Path, threads: int = 1, limit: int | None = None, s
                           "loss = -(mean margin)",
             **deltas, "seconds": seconds}
     if lm_eval:
-        evaluation = session.evaluate((), TINY.eval_config(limit=limit))
+        evaluation = session.evaluate((), TINY.eval_config(limit=limit, **(eval_settings or {})))
         res["perplexity"] = {k: rounded(v, 3) for k, v in evaluation.metrics.items() if k in ("wikitext2_ppl", "c4_ppl")}
         res["perplexity"]["protocol"] = _portable(evaluation.protocol["perplexity"])
         res["lm_eval"] = zero_shot_entry(evaluation, TINY)
