@@ -258,8 +258,11 @@ def test_the_cli_offers_every_sample_rule():
 def test_a_dense_pass_is_paid_for_only_where_resuming_from_it_saves_as_many_blocks():
     from depthprune.verify.second import resuming_pays
 
-    # CI's gemma3-270m ppl sample: its two sets resume at blocks 7 and 6, 13 of 18 blocks saved: no dense pass
-    assert not resuming_pays([frozenset({7, 8, 9, 16}), frozenset({6, 7, 8, 9})], 18)
-    assert resuming_pays([frozenset({7, 8, 9, 16}), frozenset({6, 7, 8, 9}), frozenset({5, 9})], 18)
-    assert not resuming_pays([frozenset(), frozenset({17})], 18)  # the dense model saves nothing
-    assert resuming_pays([frozenset({9}), frozenset({9, 10})], 18)  # 18 saved: the tie goes to the dense pass
+    # without the dense model, the pass costs its run and its self-check: 18 + 9 blocks of 18
+    assert not resuming_pays([frozenset({7, 8, 9, 16}), frozenset({6, 7, 8, 9}), frozenset({5, 9})], 18)
+    assert resuming_pays([frozenset({9}), frozenset({9, 10}), frozenset({9, 11})], 18)  # 27 saved: the tie goes to it
+    # with the dense model among the sets, the pass is its own run: the self-check alone is to be saved
+    assert resuming_pays([frozenset(), frozenset({1}), frozenset({3}), frozenset({13, 14, 16, 17})], 18)  # CI: gemma3
+    assert not resuming_pays([frozenset(), frozenset({0}), frozenset({1}), frozenset({4, 5, 12, 25})], 30)  # smollm2
+    assert not resuming_pays([frozenset(), frozenset({8})], 18)
+    assert resuming_pays([frozenset(), frozenset({9})], 18)
