@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:  # transformers is imported where it is used: pytest's controller loads this file with the
-    # conftests, and importing transformers there (~4 s) delayed every xdist worker's start
+    # conftests, and importing transformers there (~3.5 s) delayed every xdist worker's start
     from transformers import PreTrainedTokenizerFast
 
 ALPHABET = string.ascii_lowercase + " .,\n"

@@ -205,8 +205,8 @@ _ON_ONE_WORKER = pytest.mark.xdist_group("tiny-check")
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory):
     """``check_model`` on a copy of tiny-llama3, small sizes: lm-eval limited to 2 items per task, perplexity on 4
-    windows of C4 (the profile's 88 of WikiText and 64 of C4 took ~11 s of the fixture's ~30; what these tests check of the
-    perplexity is that the card and README carry it)."""
+    windows of C4 (the profile's 88 of WikiText and 64 of C4 took ~7 s of the fixture's 28, 1 thread); what these tests
+    check of the perplexity is that the card and README carry it."""
     import shutil
 
     from depthprune.tiny.check import check_model
