@@ -144,8 +144,7 @@ class OutputHead:
             raise ValueError(f"rows and targets must pair up, got shapes {tuple(rows.shape)} and {tuple(targets.shape)}")
         order = torch.argsort(rows, stable=True)  # each chunk of states reads a contiguous run of targets
         rows_in_order, targets_in_order = rows[order], targets[order]
-        grad = torch.is_grad_enabled() and hidden.requires_grad
-        step = self.grad_chunk_tokens() if grad else self.chunk_tokens
+        grad, step = self._chunking(hidden)
         bounds = torch.searchsorted(rows_in_order, torch.arange(0, hidden.shape[0] + step, step,
                                                                 device=rows.device)).tolist()
         out = []
@@ -153,9 +152,8 @@ class OutputHead:
             lo, hi = bounds[k], bounds[k + 1]
             if lo == hi:
                 continue
-            args = (hidden[start : start + step], rows_in_order[lo:hi] - start, targets_in_order[lo:hi])
-            out.append(checkpoint(self._chunk_shared_logprobs, *args, use_reentrant=False) if grad
-                       else self._chunk_shared_logprobs(*args))
+            out.append(_on_chunk(self._chunk_shared_logprobs, grad, hidden[start : start + step],
+                                 rows_in_order[lo:hi] - start, targets_in_order[lo:hi]))
         if not out:
             return hidden.new_zeros(0, dtype=torch.float32)
         return torch.cat(out)[torch.argsort(order)]  # back to the targets' own order
@@ -171,13 +169,13 @@ class OutputHead:
         the vocabulary. When gradients flow (cbo's gate gradients), each chunk is checkpointed: the
         backward keeps the chunk's inputs, not its logits, and recomputes them one chunk at a time,
         of :meth:`grad_chunk_tokens` rows."""
+        grad, step = self._chunking(*flat)
+        return [_on_chunk(fn, grad, *(t[start : start + step] for t in flat)) for start in range(0, flat[0].shape[0], step)]
+
+    def _chunking(self, *flat: torch.Tensor) -> tuple[bool, int]:
+        """Whether gradients flow through ``flat``, and the rows per chunk that follow from it (:meth:`per_chunk`)."""
         grad = torch.is_grad_enabled() and any(t.requires_grad for t in flat)
-        step = self.grad_chunk_tokens() if grad else self.chunk_tokens
-        out = []
-        for start in range(0, flat[0].shape[0], step):
-            chunk = [t[start : start + step] for t in flat]
-            out.append(checkpoint(fn, *chunk, use_reentrant=False) if grad else fn(*chunk))
-        return out
+        return grad, self.grad_chunk_tokens() if grad else self.chunk_tokens
 
     def _chunk_shared_logprobs(self, hidden: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """log p(targets[n] | hidden[rows[n]]) for ``rows`` sorted: each slice of states' logits, the targets it
@@ -201,6 +199,11 @@ class OutputHead:
             picked = logits.gather(-1, targets[rows, None]).squeeze(-1)
             out.append(picked - (torch.logsumexp(logits, dim=-1) if logits.requires_grad else _logsumexp_(logits)))
         return out[0] if len(out) == 1 else torch.cat(out)
+
+
+def _on_chunk(fn: Callable[..., torch.Tensor], grad: bool, *chunk: torch.Tensor) -> torch.Tensor:
+    """``fn(*chunk)``, checkpointed where gradients flow: the backward keeps the chunk's inputs, not its logits."""
+    return checkpoint(fn, *chunk, use_reentrant=False) if grad else fn(*chunk)
 
 
 def _logsumexp_(x: torch.Tensor) -> torch.Tensor:
