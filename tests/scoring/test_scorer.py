@@ -284,7 +284,7 @@ def test_head_chunks_under_gradients_are_capped_in_bytes(monkeypatch):
     assert head.grad_chunk_tokens() == 7
     rows = []
     original = head._chunk_logprobs
-    monkeypatch.setattr(head, "_chunk_logprobs", lambda h, t: rows.append(h.shape[0]) or original(h, t))
+    monkeypatch.setattr(head, "_chunk_logprobs", lambda h, r, t: rows.append(h.shape[0]) or original(h, r, t))
     lp = head.target_logprobs(hidden, targets)
     assert rows == [7] * 5 + [5], rows
     (grad,) = torch.autograd.grad(lp.sum(), hidden)

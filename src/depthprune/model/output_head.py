@@ -7,6 +7,7 @@ objectives (:mod:`depthprune.objectives.base`) and the evaluation (:mod:`depthpr
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -137,26 +138,33 @@ class OutputHead:
         option's first token after a prompt the options share) goes through the head once, not once per target.
         A row's logits are the same either way where the product's rows do not depend on the rows beside them
         (tests/model/test_output_head.py checks it on the machine it runs on)."""
-        if rows is None:
-            out = self.per_chunk(self._chunk_logprobs, hidden, targets)
-            return torch.cat(out) if out else hidden.new_zeros(0, dtype=torch.float32)
-        if targets.shape != rows.shape:
-            raise ValueError(f"rows and targets must pair up, got shapes {tuple(rows.shape)} and {tuple(targets.shape)}")
-        order = torch.argsort(rows, stable=True)  # each chunk of states reads a contiguous run of targets
-        rows_in_order, targets_in_order = rows[order], targets[order]
+        if rows is None:  # one target per state: the rows are the states' own order, already sorted
+            if targets.shape != hidden.shape[:1]:
+                raise ValueError(f"targets must hold one target per row of hidden, got shapes {tuple(targets.shape)} "
+                                 f"and {tuple(hidden.shape)}")
+            order = None
+            rows_in_order = torch.arange(hidden.shape[0], device=targets.device)
+            targets_in_order = targets
+        else:
+            if targets.shape != rows.shape:
+                raise ValueError(f"rows and targets must pair up, got shapes {tuple(rows.shape)} and "
+                                 f"{tuple(targets.shape)}")
+            order = torch.argsort(rows, stable=True)  # each chunk of states reads a contiguous run of targets
+            rows_in_order, targets_in_order = rows[order], targets[order]
         grad, step = self._chunking(hidden)
         bounds = torch.searchsorted(rows_in_order, torch.arange(0, hidden.shape[0] + step, step,
-                                                                device=rows.device)).tolist()
+                                                                device=rows_in_order.device)).tolist()
         out = []
         for k, start in enumerate(range(0, hidden.shape[0], step)):
             lo, hi = bounds[k], bounds[k + 1]
             if lo == hi:
                 continue
-            out.append(_on_chunk(self._chunk_shared_logprobs, grad, hidden[start : start + step],
+            out.append(_on_chunk(self._chunk_logprobs, grad, hidden[start : start + step],
                                  rows_in_order[lo:hi] - start, targets_in_order[lo:hi]))
         if not out:
             return hidden.new_zeros(0, dtype=torch.float32)
-        return torch.cat(out)[torch.argsort(order)]  # back to the targets' own order
+        picked = torch.cat(out)
+        return picked if order is None else picked[torch.argsort(order)]  # back to the targets' own order
 
     def grad_chunk_tokens(self) -> int:
         """:func:`~depthprune.model.output_head.grad_chunk_rows` for this head's vocabulary
@@ -177,14 +185,16 @@ class OutputHead:
         grad = torch.is_grad_enabled() and any(t.requires_grad for t in flat)
         return grad, self.grad_chunk_tokens() if grad else self.chunk_tokens
 
-    def _chunk_shared_logprobs(self, hidden: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    def _chunk_logprobs(self, hidden: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """log p(targets[n] | hidden[rows[n]]) for ``rows`` sorted: each slice of states' logits, the targets it
-        serves picked and then its log-normalizer taken once per state (as :meth:`_chunk_logprobs` does per row)."""
+        serves picked and then its log-normalizer taken once per state. Picking and indexing copy values, so a
+        target's log-probability is the same whether its state serves one target or several."""
         out = []
+        sorted_rows = rows.tolist()  # the slices' bounds by bisection: a few microseconds, not tensor ops per slice
         for span, logits in self.logit_rows(hidden):
             start = span.start or 0
             stop = hidden.shape[0] if span.stop is None else min(span.stop, hidden.shape[0])
-            lo, hi = torch.searchsorted(rows, torch.tensor([start, stop], device=rows.device)).tolist()
+            lo, hi = bisect.bisect_left(sorted_rows, start), bisect.bisect_left(sorted_rows, stop)
             if lo == hi:
                 continue
             local = rows[lo:hi] - start
@@ -192,13 +202,6 @@ class OutputHead:
             norm = torch.logsumexp(logits, dim=-1) if logits.requires_grad else _logsumexp_(logits)
             out.append(picked - norm[local])
         return torch.cat(out) if len(out) != 1 else out[0]
-
-    def _chunk_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        out = []
-        for rows, logits in self.logit_rows(hidden):
-            picked = logits.gather(-1, targets[rows, None]).squeeze(-1)
-            out.append(picked - (torch.logsumexp(logits, dim=-1) if logits.requires_grad else _logsumexp_(logits)))
-        return out[0] if len(out) == 1 else torch.cat(out)
 
 
 def _on_chunk(fn: Callable[..., torch.Tensor], grad: bool, *chunk: torch.Tensor) -> torch.Tensor:
